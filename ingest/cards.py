@@ -1,0 +1,212 @@
+"""Cards: Markdown files with YAML front matter, loaded into a typed, validated ``Card``.
+
+A card file looks like this::
+
+    ---
+    id: card-levothyroxine-routine
+    title: "Levothyroxine: building a daily routine"
+    license: CC-BY-4.0
+    topics: [food-timing, routines]
+    accessed_at: 2026-11-20
+    sensitivity: public
+    ---
+
+    First paragraph of the body...
+
+A bad card fails the whole load with a :class:`CardError` naming the file and the field, so a
+broken corpus never half-replaces a good index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import yaml
+from langchain_core.documents import Document
+from pydantic import BaseModel, ConfigDict
+
+from ingest import metadata as md
+
+Sensitivity = Literal["public", "internal", "restricted"]
+SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)
+CARD_ID = re.compile(r"^card-[a-z0-9]+(?:-[a-z0-9]+)*$")
+REQUIRED_FIELDS = ("id", "title", "license", "topics", "accessed_at", "sensitivity")
+
+
+class _FrontMatterLoader(yaml.SafeLoader):
+    """SafeLoader that leaves dates as strings, so a bad date is reported by its field name."""
+
+
+_FrontMatterLoader.yaml_implicit_resolvers = {
+    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+class CardError(ValueError):
+    """A card that cannot be loaded, with the file and the field at fault."""
+
+    def __init__(self, path: Path | str, field: str, problem: str) -> None:
+        self.path = Path(path)
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{self.path}: field '{field}': {problem}")
+
+
+class Card(BaseModel):
+    """One knowledge-base card: front matter plus a Markdown body.
+
+    Example:
+        >>> card = Card(id="card-x", title="X", license="CC0-1.0", topics=["a"],
+        ...             accessed_at=dt.date(2026, 1, 1), sensitivity="public", body="Hello.")
+        >>> card.to_document().metadata["parent_id"]
+        'card-x'
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """Stable id, ``card-<slug>``; citations and child ids are built from it."""
+    title: str
+    """Human title, shown on citation chips and prefixed to the first child chunk."""
+    license: str
+    """Licence of the card text (SPDX id where there is one)."""
+    topics: list[str]
+    """Free-form topic tags."""
+    accessed_at: dt.date
+    """When the card's content was last checked."""
+    sensitivity: Sensitivity
+    """``public``, ``internal`` or ``restricted`` (restricted never reaches a user by default)."""
+    body: str
+    """The card text without front matter, stripped."""
+    source: str = ""
+    """The file the card was loaded from, for error messages and provenance."""
+
+    def to_document(self) -> Document:
+        """The card as a LangChain parent ``Document`` (id = card id, text = body)."""
+        return Document(id=self.id, page_content=self.body, metadata=card_metadata(self))
+
+
+def card_metadata(card: Card) -> dict[str, Any]:
+    """Metadata every child and the parent carry (Chroma-compatible scalar and list values)."""
+    return {
+        md.PARENT_ID: card.id,
+        md.TITLE: card.title,
+        md.LICENSE: card.license,
+        md.TOPICS: list(card.topics),
+        md.ACCESSED_AT: card.accessed_at.isoformat(),
+        md.SENSITIVITY: card.sensitivity,
+        md.SOURCE: card.source,
+    }
+
+
+def parse_card(text: str, path: Path | str) -> Card:
+    """Parse one card file's text.
+
+    Args:
+        text: The whole file, front matter included.
+        path: Where it came from, used in error messages only.
+
+    Returns:
+        The validated card.
+
+    Raises:
+        CardError: naming the file and the field at fault.
+    """
+    text = text.removeprefix("\ufeff")
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        raise CardError(path, "front matter", "missing: the file must start with a '---' block")
+    try:
+        front = yaml.load(match.group(1), Loader=_FrontMatterLoader)
+    except yaml.YAMLError as exc:
+        raise CardError(path, "front matter", f"malformed YAML: {exc}") from exc
+    if not isinstance(front, dict):
+        raise CardError(path, "front matter", "must be a mapping of field: value")
+    for name in REQUIRED_FIELDS:
+        if front.get(name) in (None, ""):
+            raise CardError(path, name, "missing")
+    card_id = front["id"]
+    if not isinstance(card_id, str) or not CARD_ID.match(card_id):
+        raise CardError(path, "id", f"{card_id!r} is not of the form card-<lowercase-slug>")
+    for name in ("title", "license"):
+        if not isinstance(front[name], str):
+            raise CardError(path, name, f"must be text, got {front[name]!r}")
+    topics = front["topics"]
+    if not isinstance(topics, list) or not all(isinstance(t, str) and t for t in topics):
+        raise CardError(path, "topics", f"must be a list of non-empty strings, got {topics!r}")
+    accessed_at = _parse_date(front["accessed_at"], path)
+    if front["sensitivity"] not in SENSITIVITIES:
+        allowed = ", ".join(SENSITIVITIES)
+        raise CardError(path, "sensitivity", f"{front['sensitivity']!r} is not one of {allowed}")
+    body = text[match.end() :].strip()
+    if not body:
+        raise CardError(path, "body", "empty: a card needs text after its front matter")
+    return Card(
+        id=card_id,
+        title=front["title"].strip(),
+        license=front["license"].strip(),
+        topics=topics,
+        accessed_at=accessed_at,
+        sensitivity=front["sensitivity"],
+        body=body,
+        source=str(path),
+    )
+
+
+def _parse_date(value: object, path: Path | str) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise CardError(path, "accessed_at", f"{value!r} is not a date (use YYYY-MM-DD)")
+
+
+def load_card(path: Path) -> Card:
+    """Read and parse one card file, failing on anything that is not UTF-8."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CardError(path, "encoding", f"not UTF-8 (byte {exc.start})") from exc
+    return parse_card(text, path)
+
+
+def load_cards(folder: Path | str) -> list[Card]:
+    """Load every ``*.md`` card under a folder, sorted by file name.
+
+    Raises:
+        CardError: for the first bad card, or a duplicate id (naming both files).
+        FileNotFoundError: when the folder does not exist or holds no card.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        msg = f"{root}: cards folder not found"
+        raise FileNotFoundError(msg)
+    paths = sorted(root.rglob("*.md"))
+    if not paths:
+        msg = f"{root}: no *.md cards found"
+        raise FileNotFoundError(msg)
+    return check_unique([load_card(p) for p in paths])
+
+
+def check_unique(cards: Iterable[Card]) -> list[Card]:
+    """Return the cards as a list, failing on the first id seen twice."""
+    seen: dict[str, Card] = {}
+    for card in cards:
+        if card.id in seen:
+            raise CardError(
+                card.source, "id", f"duplicate id {card.id!r}, also in {seen[card.id].source}"
+            )
+        seen[card.id] = card
+    return list(seen.values())

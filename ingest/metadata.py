@@ -1,0 +1,49 @@
+"""Metadata keys: the contract between ingest, the retriever, the app and the evaluation.
+
+Child rows in Chroma carry the card keys plus ``chunk_index``, ``start_index`` and
+``end_index``. Parents returned by the retriever carry the card keys plus ``score`` and the
+``matched_*`` provenance of their best child.
+"""
+
+PARENT_ID = "parent_id"
+"""Card id of the parent (on children and returned parents)."""
+TITLE = "title"
+"""Card title."""
+LICENSE = "license"
+"""Licence of the card text."""
+TOPICS = "topics"
+"""List of topic tags."""
+ACCESSED_AT = "accessed_at"
+"""ISO date the card was last checked."""
+SENSITIVITY = "sensitivity"
+"""``public``, ``internal`` or ``restricted``."""
+SOURCE = "source"
+"""File the card was loaded from."""
+
+CHUNK_INDEX = "chunk_index"
+"""Position of a child within its card, from 0; always 0 on a returned parent."""
+START_INDEX = "start_index"
+"""Offset in the card body where a child's own text starts (after title and overlap)."""
+END_INDEX = "end_index"
+"""Offset in the card body where a child's own text ends (exclusive)."""
+
+SCORE = "score"
+"""Best child similarity of a returned parent (higher is better, cosine in [-1, 1])."""
+MATCHED_CHILD_ID = "matched_child_id"
+"""Id ``{card_id}::{NN}`` of the child that gave the parent its score."""
+MATCHED_CHILD_TEXT = "matched_child_text"
+"""Text of that child as embedded (title prefix and overlap included)."""
+MATCHED_START_INDEX = "matched_start_index"
+"""``start_index`` of that child in the card body."""
+MATCHED_END_INDEX = "matched_end_index"
+"""``end_index`` of that child in the card body."""
+
+
+def child_id(card_id: str, chunk_index: int) -> str:
+    """Deterministic child id, so re-ingesting a card replaces its rows.
+
+    Example:
+        >>> child_id("card-iron-tablets", 3)
+        'card-iron-tablets::03'
+    """
+    return f"{card_id}::{chunk_index:02d}"

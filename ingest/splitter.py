@@ -1,0 +1,164 @@
+r"""The child splitter: cards into small, traceable chunks for embedding.
+
+Splitting is LangChain's recursive separator-priority algorithm, configured: paragraph break,
+then line break, then sentence end (the punctuation stays with its sentence), then word
+boundary, then a hard split by characters when nothing else fits. Pieces are greedily re-packed
+up to ``chunk_size``.
+
+On top of that, two things LangChain's splitter does not do:
+
+* **Word-aligned overlap.** Every chunk after the first starts with up to ``chunk_overlap``
+  characters from the end of the previous chunk, trimmed so it never starts mid-word. Because
+  the overlap is taken from the body itself, each chunk after the first is one contiguous slice
+  of the body.
+* **Title on the first chunk only**, as ``"{title}\\n\\n"``.
+
+Each chunk records ``start_index`` and ``end_index``: where its own text (without title or
+overlap) sits in the card body, so ``body[start:end]`` is exactly the tail of the chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from ingest import metadata as md
+
+SEPARATORS: list[str] = [
+    r"\n\n",  # paragraph
+    r"\n",  # line
+    r"(?<=[.!?])\s+",  # sentence end; the punctuation stays with its sentence
+    r" ",  # word
+    "",  # hard split by characters
+]
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Span:
+    """One chunk of a body: its text and where its own part sits in the body."""
+
+    text: str
+    """Overlap (if any) plus the chunk's own text; no title."""
+    start: int
+    """Start of the chunk's own text in the body."""
+    end: int
+    """End (exclusive) of the chunk's own text in the body."""
+
+
+class CardSplitter(RecursiveCharacterTextSplitter):
+    """Recursive separator-priority splitter with word-aligned overlap and a title prefix.
+
+    Example:
+        >>> splitter = CardSplitter(chunk_size=40, chunk_overlap=10)
+        >>> [s.text for s in splitter.split_spans("One two three four. Five six seven eight.")]
+        ['One two three four.', 'four. Five six seven eight.']
+    """
+
+    def __init__(self, chunk_size: int = 400, chunk_overlap: int = 60) -> None:
+        if chunk_overlap >= chunk_size:
+            msg = f"Got a larger chunk overlap ({chunk_overlap}) than chunk size ({chunk_size})"
+            raise ValueError(msg)
+        if chunk_overlap < 0:
+            msg = f"Got a negative chunk overlap ({chunk_overlap})"
+            raise ValueError(msg)
+        # LangChain's own overlap re-uses whole splits (often a whole paragraph or nothing);
+        # ours is a word-aligned character window, added in ``split_spans``.
+        super().__init__(
+            separators=SEPARATORS,
+            keep_separator="end",
+            is_separator_regex=True,
+            chunk_size=chunk_size,
+            chunk_overlap=0,
+            strip_whitespace=True,
+        )
+        self.overlap = chunk_overlap
+
+    def split_spans(self, body: str) -> list[Span]:
+        """Split a body into spans: recursive split, then word-aligned overlap."""
+        pieces = self._split_text(body, self._separators)
+        spans: list[Span] = []
+        cursor = 0
+        for piece in pieces:
+            start = body.find(piece, cursor)
+            if start < 0:  # pragma: no cover - pieces are stripped slices of the body, in order
+                msg = f"chunk not found in body after offset {cursor}: {piece[:40]!r}"
+                raise RuntimeError(msg)
+            end = start + len(piece)
+            if spans:
+                prev = spans[-1]
+                cut = overlap_start(body, prev.start, prev.end, self.overlap)
+                text = body[cut:end] if cut < prev.end else piece
+            else:
+                text = piece
+            spans.append(Span(text=text, start=start, end=end))
+            cursor = end
+        return spans
+
+    def split_text(self, text: str) -> list[str]:
+        """Chunks of a plain text, overlap included, no title."""
+        return [span.text for span in self.split_spans(text)]
+
+    def split_documents(self, documents: Iterable[Document]) -> list[Document]:
+        """Split parent documents into child documents.
+
+        The first child of each parent is prefixed with the parent's ``title`` metadata (when
+        present). Children copy the parent's metadata and add ``chunk_index``,
+        ``start_index`` and ``end_index``.
+        """
+        children: list[Document] = []
+        for doc in documents:
+            children.extend(self._children(doc))
+        return children
+
+    def _children(self, doc: Document) -> list[Document]:
+        title = doc.metadata.get(md.TITLE)
+        out = []
+        for index, span in enumerate(self.split_spans(doc.page_content)):
+            text = f"{title}\n\n{span.text}" if index == 0 and title else span.text
+            meta: dict[str, Any] = {
+                **doc.metadata,
+                md.CHUNK_INDEX: index,
+                md.START_INDEX: span.start,
+                md.END_INDEX: span.end,
+            }
+            out.append(Document(page_content=text, metadata=meta))
+        return out
+
+    def create_documents(
+        self, texts: list[str], metadatas: Sequence[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        """LangChain's entry point, routed through :meth:`split_documents`."""
+        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+        return self.split_documents(
+            Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metas, strict=True)
+        )
+
+
+def overlap_start(text: str, start: int, end: int, size: int) -> int:
+    """Where a word-aligned overlap window of at most ``size`` chars ending at ``end`` begins.
+
+    The window lies within ``text[start:end]`` (the previous chunk's own text). If the cut lands
+    inside a word, it moves forward to the next word; if no whole word fits, the window is
+    empty and ``end`` is returned.
+
+    Example:
+        >>> overlap_start("alpha beta gamma", 0, 16, 8)
+        11
+    """
+    if size <= 0:
+        return end
+    cut = max(start, end - size)
+    if cut > start and not text[cut - 1].isspace() and not text[cut].isspace():
+        gap = _SPACE.search(text, cut, end)
+        if gap is None:
+            return end
+        cut = gap.end()
+    while cut < end and text[cut].isspace():
+        cut += 1
+    return cut

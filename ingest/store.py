@@ -1,0 +1,306 @@
+"""Where children and parents live, the one write path into them, and atomic index swaps.
+
+Layout of the store folder (default ``.cardrag/``)::
+
+    .cardrag/
+        current -> index-20261129T142233-1a2b3c    (symlink: the index readers open)
+        index-20261129T142233-1a2b3c/
+            chroma/         Chroma persistent client, collection "children", cosine space
+            parents/        LocalFileStore: one JSON record per card id
+            manifest.json   model, chunk budgets, counts, build time
+
+``build_index`` writes a complete new index beside the old one and only then swaps the
+``current`` link (``os.replace``, atomic on POSIX), so a failure midway leaves the previous
+index answering. The previous index is kept one generation (a reader may still hold it open);
+older ones are removed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import chromadb
+from chromadb.api import ClientAPI
+from chromadb.api.collection_configuration import (
+    CreateCollectionConfiguration,
+    CreateHNSWConfiguration,
+)
+from chromadb.api.types import Where
+from chromadb.config import Settings as ChromaSettings
+from langchain_chroma import Chroma
+from langchain_classic.storage import EncoderBackedStore, LocalFileStore
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import BaseStore
+from tqdm.auto import tqdm
+
+from ingest import metadata as md
+from ingest.cards import Card, load_cards
+from ingest.embeddings import load_embeddings
+from ingest.settings import Settings
+from ingest.splitter import CardSplitter
+
+logger = logging.getLogger(__name__)
+
+COLLECTION_NAME = "children"
+"""Chroma collection holding one row per child chunk."""
+DISTANCE_SPACE: Literal["cosine"] = "cosine"
+"""Declared explicitly on the collection; the retriever converts distances for this space."""
+PARENT_FORMAT_VERSION = 1
+"""Version written into every parent record; readers fill defaults for older records."""
+CURRENT = "current"
+"""Name of the link to the live index inside the store folder."""
+WRITE_BATCH = 256
+"""Children embedded and written per Chroma call (well below Chroma's max batch size)."""
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+class StoreMissingError(FileNotFoundError):
+    """No built index in the store folder."""
+
+
+def chroma_client(path: Path) -> ClientAPI:
+    """A persistent Chroma client on disk with telemetry off."""
+    return chromadb.PersistentClient(
+        path=str(path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+
+
+def open_vectorstore(path: Path, embeddings: Embeddings) -> Chroma:
+    """The children collection under ``path``, created with the cosine space if new."""
+    return Chroma(
+        client=chroma_client(path),
+        collection_name=COLLECTION_NAME,
+        embedding_function=embeddings,
+        collection_configuration=CreateCollectionConfiguration(
+            hnsw=CreateHNSWConfiguration(space=DISTANCE_SPACE)
+        ),
+    )
+
+
+def serialize_parent(doc: Document) -> bytes:
+    """A parent card as a versioned JSON record."""
+    record = {
+        "format_version": PARENT_FORMAT_VERSION,
+        "id": doc.id,
+        "page_content": doc.page_content,
+        "metadata": doc.metadata,
+    }
+    return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+
+
+def deserialize_parent(data: bytes) -> Document:
+    """Read a parent record of any known format version (missing fields get defaults)."""
+    record: dict[str, Any] = json.loads(data.decode("utf-8"))
+    metadata = dict(record.get("metadata") or {})
+    doc_id = record.get("id") or metadata.get(md.PARENT_ID)
+    return Document(id=doc_id, page_content=record.get("page_content", ""), metadata=metadata)
+
+
+def open_parent_store(path: Path) -> BaseStore[str, Document]:
+    """Parent cards on disk: ``LocalFileStore`` with a versioned JSON encoding."""
+    return EncoderBackedStore(
+        LocalFileStore(path),
+        key_encoder=lambda key: key,
+        value_serializer=serialize_parent,
+        value_deserializer=deserialize_parent,
+    )
+
+
+def upsert_documents(
+    vectorstore: Chroma,
+    docstore: BaseStore[str, Document],
+    splitter: CardSplitter,
+    parents: Sequence[Document],
+    *,
+    progress: bool = False,
+) -> list[str]:
+    """The one write path: children into Chroma, parents into the docstore.
+
+    Children get deterministic ids ``{card_id}::{NN}``; rows a card no longer has (it shrank)
+    are deleted after the new rows are written, so re-adding the same cards changes nothing.
+
+    Args:
+        vectorstore: The children collection.
+        docstore: The parent store.
+        splitter: Splits each parent into children.
+        parents: Parent documents whose ``id`` is the card id.
+        progress: Show a progress bar over write batches.
+
+    Returns:
+        The ids of the children written.
+    """
+    for doc in parents:
+        if not doc.id:
+            msg = f"parent document has no id (title {doc.metadata.get(md.TITLE)!r})"
+            raise ValueError(msg)
+    children = splitter.split_documents(parents)
+    ids = [md.child_id(c.metadata[md.PARENT_ID], c.metadata[md.CHUNK_INDEX]) for c in children]
+    parent_ids = [str(doc.id) for doc in parents]
+    stale = set(existing_child_ids(vectorstore, parent_ids)) - set(ids)
+    batches = range(0, len(children), WRITE_BATCH)
+    for start in tqdm(batches, desc="embedding children", unit="batch", disable=not progress):
+        end = start + WRITE_BATCH
+        vectorstore.add_documents(children[start:end], ids=ids[start:end])
+    if stale:
+        vectorstore.delete(ids=sorted(stale))
+    docstore.mset([(str(doc.id), doc) for doc in parents])
+    logger.info(
+        "wrote %d children of %d parents (%d stale removed)", len(ids), len(parents), len(stale)
+    )
+    return ids
+
+
+def existing_child_ids(vectorstore: Chroma, parent_ids: Sequence[str]) -> list[str]:
+    """Ids of the child rows the given parents have now."""
+    found: list[str] = []
+    for start in range(0, len(parent_ids), WRITE_BATCH):
+        batch: list[str | int | float | bool] = list(parent_ids[start : start + WRITE_BATCH])
+        where = cast(Where, {md.PARENT_ID: {"$in": batch}})
+        found.extend(vectorstore.get(where=where, include=[])["ids"])
+    return found
+
+
+def delete_documents(
+    vectorstore: Chroma, docstore: BaseStore[str, Document], parent_ids: Sequence[str]
+) -> None:
+    """Remove cards: their children from Chroma and their records from the docstore."""
+    stale = existing_child_ids(vectorstore, parent_ids)
+    if stale:
+        vectorstore.delete(ids=stale)
+    docstore.mdelete(list(parent_ids))
+
+
+@dataclass
+class Index:
+    """An opened index: the children collection and the parent store."""
+
+    path: Path
+    """The index folder (``index-*``), resolved from the ``current`` link."""
+    vectorstore: Chroma
+    """Children, one row per chunk."""
+    docstore: BaseStore[str, Document]
+    """Parent cards by card id."""
+    manifest: dict[str, Any]
+    """What the index was built with (model, budgets, counts)."""
+
+
+def open_index(store_dir: Path, embeddings: Embeddings) -> Index:
+    """Open the index the ``current`` link points to.
+
+    Raises:
+        StoreMissingError: when nothing has been ingested into ``store_dir``.
+    """
+    link = Path(store_dir) / CURRENT
+    if not link.exists():
+        msg = f"{store_dir}: no index found; build one with `cardrag ingest` (or `make ingest`)"
+        raise StoreMissingError(msg)
+    path = link.resolve()
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    return Index(
+        path=path,
+        vectorstore=open_vectorstore(path / "chroma", embeddings),
+        docstore=open_parent_store(path / "parents"),
+        manifest=manifest,
+    )
+
+
+def build_index(
+    cards: Sequence[Card],
+    store_dir: Path,
+    embeddings: Embeddings,
+    splitter: CardSplitter,
+    *,
+    extra_manifest: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> Index:
+    """Build a complete new index beside the current one, then swap it in atomically.
+
+    Args:
+        cards: Validated cards (validate before calling: nothing is touched on a bad corpus).
+        store_dir: The store folder.
+        embeddings: The embedding model.
+        splitter: The child splitter.
+        extra_manifest: Recorded in ``manifest.json`` (e.g. the model name).
+        progress: Show progress bars.
+
+    Returns:
+        The new index, opened.
+    """
+    store_dir = Path(store_dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    path = store_dir / f"index-{stamp}-{uuid.uuid4().hex[:6]}"
+    try:
+        vectorstore = open_vectorstore(path / "chroma", embeddings)
+        docstore = open_parent_store(path / "parents")
+        ids = upsert_documents(
+            vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=progress
+        )
+        manifest = {
+            **(extra_manifest or {}),
+            "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "cards": len(cards),
+            "children": len(ids),
+            "chunk_size": splitter._chunk_size,
+            "chunk_overlap": splitter.overlap,
+            "distance_space": DISTANCE_SPACE,
+            "parent_format_version": PARENT_FORMAT_VERSION,
+        }
+        (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    except BaseException:
+        logger.warning("ingest failed; removing the partial index %s", path.name)
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    swap_current(store_dir, path)
+    return Index(path=path, vectorstore=vectorstore, docstore=docstore, manifest=manifest)
+
+
+def swap_current(store_dir: Path, target: Path) -> None:
+    """Point ``current`` at ``target`` atomically, keep the previous index, drop older ones."""
+    link = store_dir / CURRENT
+    previous = link.resolve() if link.exists() else None
+    tmp = store_dir / f".{CURRENT}-{uuid.uuid4().hex[:6]}"
+    tmp.symlink_to(target.name)
+    os.replace(tmp, link)
+    keep = {target.name} | ({previous.name} if previous else set())
+    for old in store_dir.glob("index-*"):
+        if old.name not in keep:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def ingest_folder(
+    settings: Settings, cards_dir: Path | None = None, *, clean: bool = False
+) -> Index:
+    """Load, validate and index a folder of cards with the configured model and budgets.
+
+    Args:
+        settings: Paths, model and chunk budgets.
+        cards_dir: Overrides ``settings.cards_dir``.
+        clean: Delete the whole store folder first (every previous index).
+
+    Returns:
+        The new index, already swapped in.
+    """
+    cards = load_cards(cards_dir or settings.cards_dir)  # fails before anything is touched
+    if clean and settings.store_dir.exists():
+        shutil.rmtree(settings.store_dir)
+    embeddings = load_embeddings(settings.embedding_model, settings.threads)
+    splitter = CardSplitter(settings.chunk_size, settings.chunk_overlap)
+    return build_index(
+        cards,
+        settings.store_dir,
+        embeddings,
+        splitter,
+        extra_manifest={"embedding_model": settings.embedding_model},
+    )

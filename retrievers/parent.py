@@ -1,0 +1,310 @@
+"""The scored parent-document retriever: search small children, return k whole parent cards.
+
+What it fixes in LangChain's ``ParentDocumentRetriever``: k counts parents, not children;
+every parent carries the similarity of its best child and which child matched; a
+``min_similarity`` gate; per-call Chroma filters; deterministic child ids, so re-adding a
+card replaces its rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_chroma import Chroma
+from langchain_classic.retrievers import ParentDocumentRetriever
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.runnables.config import run_in_executor
+from pydantic import Field, model_validator
+
+from ingest import metadata as md
+from ingest.splitter import CardSplitter
+from ingest.store import delete_documents, upsert_documents
+from retrievers.fusion import ChildHit, ParentHit, best_per_parent
+from retrievers.scoring import collection_space, distance_to_similarity, gate
+
+logger = logging.getLogger(__name__)
+
+Where = dict[str, Any]
+
+
+class ScoredParentDocumentRetriever(ParentDocumentRetriever):
+    """Return ``k`` distinct parent cards ranked by their best child, with scores.
+
+    Example:
+        >>> from ingest.embeddings import load_embeddings   # doctest: +SKIP
+        >>> from ingest.store import open_index
+        >>> from ingest.settings import Settings
+        >>> index = open_index(Settings().store_dir, load_embeddings())
+        >>> retriever = ScoredParentDocumentRetriever(
+        ...     vectorstore=index.vectorstore, docstore=index.docstore, k=3)
+        >>> docs = retriever.invoke("Can I take it with food?",
+        ...                         filter={"topics": {"$contains": "food-timing"}})
+        >>> [(d.id, round(d.metadata["score"], 2)) for d in docs]
+        [('card-...', 0.6...), ...]
+    """
+
+    vectorstore: Chroma
+    """The children collection (Chroma, with its declared distance space)."""
+    child_splitter: CardSplitter = Field(default_factory=CardSplitter)
+    """Splits parents into children on ``add_documents``."""
+    id_key: str = md.PARENT_ID
+    """Child metadata key holding the parent's id."""
+    k: int = Field(default=4, ge=1)
+    """Distinct parents to return."""
+    fetch_multiplier: int = Field(default=4, ge=1)
+    """The first search fetches ``k * fetch_multiplier`` children."""
+    max_fetch: int = Field(default=200, ge=1)
+    """Upper bound on children fetched for one question (the window doubles up to it)."""
+    min_similarity: float | None = None
+    """Drop parents whose best child similarity is below this; ``None`` keeps all."""
+    filter: Where | None = None
+    """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
+    allow_restricted: bool = False
+    """Return cards whose ``sensitivity`` is ``restricted`` (excluded in the query by default)."""
+
+    @model_validator(mode="after")
+    def _check_fetch(self) -> ScoredParentDocumentRetriever:
+        if self.max_fetch < self.k:
+            msg = f"max_fetch ({self.max_fetch}) must be at least k ({self.k})"
+            raise ValueError(msg)
+        return self
+
+    # -- retrieval ----------------------------------------------------------------------------
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        filter: Where | None = None,
+        k: int | None = None,
+    ) -> list[Document]:
+        want = k or self.k
+        where = self._where(filter)
+        vector = self._embeddings.embed_query(query)
+        fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
+        while True:
+            hits = self._search(vector, fetch, where)
+            ranked = gate(best_per_parent(hits), self.min_similarity)
+            parents = self.docstore.mget([p.parent_id for p in ranked])
+            docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
+            fetch_more = next_fetch(
+                hits, fetch, self.max_fetch, len(docs), want, self.min_similarity
+            )
+            if fetch_more is None:
+                return finish(docs, missing)
+            fetch = fetch_more
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        filter: Where | None = None,
+        k: int | None = None,
+    ) -> list[Document]:
+        want = k or self.k
+        where = self._where(filter)
+        vector = await self._embeddings.aembed_query(query)
+        fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
+        while True:
+            hits = await run_in_executor(None, self._search, vector, fetch, where)
+            ranked = gate(best_per_parent(hits), self.min_similarity)
+            parents = await self.docstore.amget([p.parent_id for p in ranked])
+            docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
+            fetch_more = next_fetch(
+                hits, fetch, self.max_fetch, len(docs), want, self.min_similarity
+            )
+            if fetch_more is None:
+                return finish(docs, missing)
+            fetch = fetch_more
+
+    @property
+    def _embeddings(self) -> Any:
+        embeddings = self.vectorstore.embeddings
+        if embeddings is None:
+            msg = "the Chroma vector store needs an embedding_function"
+            raise ValueError(msg)
+        return embeddings
+
+    def _where(self, per_call: Where | None) -> Where | None:
+        restricted = None if self.allow_restricted else {md.SENSITIVITY: {"$ne": "restricted"}}
+        return merge_filters(self.filter, per_call, restricted)
+
+    def _search(self, vector: list[float], fetch: int, where: Where | None) -> list[ChildHit]:
+        """One vector query: the ``fetch`` nearest children with similarities."""
+        space = collection_space(self.vectorstore)
+        results = self.vectorstore.similarity_search_by_vector_with_relevance_scores(
+            vector, k=fetch, filter=where
+        )
+        return [
+            ChildHit(
+                child_id=str(doc.id),
+                parent_id=str(doc.metadata.get(self.id_key, "")),
+                score=distance_to_similarity(distance, space),
+                text=doc.page_content,
+                metadata=doc.metadata,
+            )
+            for doc, distance in results
+        ]
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add_documents(
+        self,
+        documents: list[Document],
+        ids: list[str] | None = None,
+        add_to_docstore: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """Upsert parents: deterministic child ids, stale children removed, parents stored.
+
+        Args:
+            documents: Parent documents; their ``id`` (or ``ids``) is the card id.
+            ids: Card ids, when the documents carry none.
+            add_to_docstore: Must be True: parents always go to the docstore with their
+                children, so the two never disagree.
+            **kwargs: Ignored (kept for LangChain's signature).
+        """
+        if not add_to_docstore:
+            msg = (
+                "add_to_docstore=False is not supported: parents and children are written together"
+            )
+            raise ValueError(msg)
+        upsert_documents(
+            self.vectorstore, self.docstore, self.child_splitter, with_ids(documents, ids)
+        )
+
+    async def aadd_documents(
+        self,
+        documents: list[Document],
+        ids: list[str] | None = None,
+        add_to_docstore: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """Async :meth:`add_documents` (the write runs in an executor)."""
+        await run_in_executor(None, self.add_documents, documents, ids, add_to_docstore)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove cards: their children and their parent records."""
+        delete_documents(self.vectorstore, self.docstore, ids)
+
+
+# -- pure helpers shared by the sync and async paths ------------------------------------------
+
+
+def first_fetch(k: int, multiplier: int, max_fetch: int) -> int:
+    """Children to fetch first: ``k * multiplier``, capped at ``max_fetch``."""
+    return min(k * multiplier, max_fetch)
+
+
+def next_fetch(
+    hits: Sequence[ChildHit],
+    fetch: int,
+    max_fetch: int,
+    found: int,
+    k: int,
+    min_similarity: float | None,
+) -> int | None:
+    """The next, larger window, or ``None`` when fetching more cannot help.
+
+    Stop when k parents were found, when the store returned fewer children than asked (it
+    holds no more), when the window is already ``max_fetch``, or when the last child fetched
+    is already below ``min_similarity`` (every further child scores lower still).
+    """
+    if found >= k or len(hits) < fetch or fetch >= max_fetch:
+        return None
+    if min_similarity is not None and hits and hits[-1].score < min_similarity:
+        return None
+    return min(fetch * 2, max_fetch)
+
+
+def assemble(
+    ranked: Sequence[ParentHit],
+    parents: Sequence[Document | None],
+    k: int,
+    *,
+    allow_restricted: bool,
+) -> tuple[list[Document], list[str]]:
+    """Turn ranked parent hits and their docstore records into at most k scored documents.
+
+    Returns:
+        The documents, and the ids of parents missing from the docstore (skipped).
+    """
+    docs: list[Document] = []
+    missing: list[str] = []
+    for hit, parent in zip(ranked, parents, strict=True):
+        if parent is None:
+            missing.append(hit.parent_id)
+            continue
+        if not allow_restricted and parent.metadata.get(md.SENSITIVITY) == "restricted":
+            continue  # defence in depth: the query already excludes restricted children
+        docs.append(parent_document(hit, parent))
+        if len(docs) == k:
+            break
+    return docs, missing
+
+
+def parent_document(hit: ParentHit, parent: Document) -> Document:
+    """The returned parent: card text, card metadata, score and matched-child provenance."""
+    child = hit.best
+    return Document(
+        id=hit.parent_id,
+        page_content=parent.page_content,
+        metadata={
+            **parent.metadata,
+            md.PARENT_ID: hit.parent_id,
+            md.CHUNK_INDEX: 0,
+            md.SCORE: hit.score,
+            md.MATCHED_CHILD_ID: child.child_id,
+            md.MATCHED_CHILD_TEXT: child.text,
+            md.MATCHED_START_INDEX: child.metadata.get(md.START_INDEX),
+            md.MATCHED_END_INDEX: child.metadata.get(md.END_INDEX),
+        },
+    )
+
+
+def finish(docs: list[Document], missing: list[str]) -> list[Document]:
+    """Log parents that were skipped because the docstore lacks them, return the documents."""
+    if missing:
+        logger.warning("parents missing from the docstore, skipped: %s", ", ".join(missing))
+    return docs
+
+
+def merge_filters(*filters: Where | None) -> Where | None:
+    """Combine Chroma ``where`` filters with ``$and`` (multi-key dicts are split first).
+
+    Example:
+        >>> merge_filters({"a": 1}, None, {"b": 2, "c": 3})
+        {'$and': [{'a': 1}, {'b': 2}, {'c': 3}]}
+    """
+    clauses: list[Where] = []
+    for where in filters:
+        if not where:
+            continue
+        if len(where) == 1 or any(key.startswith("$") for key in where):
+            clauses.append(where)
+        else:
+            clauses.extend({key: value} for key, value in where.items())
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def with_ids(documents: Sequence[Document], ids: Sequence[str] | None) -> list[Document]:
+    """Documents with ``id`` set from ``ids`` when given."""
+    if ids is None:
+        return list(documents)
+    if len(ids) != len(documents):
+        msg = f"got {len(documents)} documents but {len(ids)} ids"
+        raise ValueError(msg)
+    return [
+        Document(id=i, page_content=d.page_content, metadata=d.metadata)
+        for d, i in zip(documents, ids, strict=True)
+    ]

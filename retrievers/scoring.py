@@ -1,0 +1,71 @@
+"""Scores: the one place where a vector-store distance becomes a similarity, and the gate.
+
+Chroma returns distances (lower is better). For unit-length vectors:
+
+* ``cosine``: distance = 1 - cos, so similarity = 1 - distance;
+* ``ip``: distance = 1 - dot, so similarity = 1 - distance;
+* ``l2``: squared L2, distance = 2 - 2 cos, so similarity = 1 - distance / 2.
+
+Every similarity is therefore the cosine of the angle between the question and the child,
+in [-1, 1], whatever space the collection declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+SPACES = ("cosine", "ip", "l2")
+
+
+class Scored(Protocol):
+    """Anything with a score (higher is better)."""
+
+    @property
+    def score(self) -> float:
+        """The similarity."""
+        ...
+
+
+S = TypeVar("S", bound=Scored)
+
+
+def distance_to_similarity(distance: float, space: str) -> float:
+    """Convert a distance in ``space`` to a cosine similarity (higher is better).
+
+    Example:
+        >>> distance_to_similarity(0.25, "cosine")
+        0.75
+        >>> distance_to_similarity(0.5, "l2")
+        0.75
+    """
+    if space in ("cosine", "ip"):
+        return 1.0 - distance
+    if space == "l2":
+        return 1.0 - distance / 2.0
+    msg = f"unknown distance space {space!r}; expected one of {', '.join(SPACES)}"
+    raise ValueError(msg)
+
+
+def collection_space(vectorstore: Any) -> str:
+    """The distance space a Chroma collection declares (``l2`` is Chroma's default)."""
+    config = vectorstore._collection.configuration or {}
+    for index in ("hnsw", "spann"):
+        section = config.get(index) or {}
+        if section.get("space"):
+            return str(section["space"])
+    metadata = vectorstore._collection.metadata or {}
+    return str(metadata.get("hnsw:space", "l2"))
+
+
+def gate(ranked: Sequence[S], min_similarity: float | None) -> list[S]:
+    """Keep the items whose score reaches ``min_similarity`` (all of them when it is None).
+
+    Example:
+        >>> from types import SimpleNamespace as P
+        >>> [p.score for p in gate([P(score=0.8), P(score=0.2)], 0.3)]
+        [0.8]
+    """
+    if min_similarity is None:
+        return list(ranked)
+    return [item for item in ranked if item.score >= min_similarity]

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from pathlib import Path
+
+import pytest
+
+from ingest.cards import Card, CardError, load_cards, parse_card
+
+GOOD = """---
+id: card-example
+title: "Example: a card"
+license: CC-BY-4.0
+topics: [a, b]
+accessed_at: 2026-11-20
+sensitivity: public
+---
+
+First paragraph.
+
+Second paragraph.
+"""
+
+
+def test_parse_card_reads_every_field() -> None:
+    card = parse_card(GOOD, "example.md")
+    assert card == Card(
+        id="card-example",
+        title="Example: a card",
+        license="CC-BY-4.0",
+        topics=["a", "b"],
+        accessed_at=dt.date(2026, 11, 20),
+        sensitivity="public",
+        body="First paragraph.\n\nSecond paragraph.",
+        source="example.md",
+    )
+
+
+def test_parse_card_strips_byte_order_mark() -> None:
+    assert parse_card("\ufeff" + GOOD, "x.md").id == "card-example"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ("no front matter\n", "front matter", "missing"),
+        ("---\nid: [unclosed\n---\nbody\n", "front matter", "malformed YAML"),
+        ("---\n- a list\n---\nbody\n", "front matter", "must be a mapping"),
+        (GOOD.replace("id: card-example\n", ""), "id", "missing"),
+        (GOOD.replace("card-example", "Card Example"), "id", "not of the form"),
+        (GOOD.replace('title: "Example: a card"\n', ""), "title", "missing"),
+        (GOOD.replace("topics: [a, b]", "topics: a"), "topics", "must be a list"),
+        (GOOD.replace("2026-11-20", "last tuesday"), "accessed_at", "is not a date"),
+        (GOOD.replace("2026-11-20", "2026-13-45"), "accessed_at", "is not a date"),
+        (
+            GOOD.replace("sensitivity: public", "sensitivity: secret"),
+            "sensitivity",
+            "is not one of",
+        ),
+        (GOOD.split("---\n\n")[0] + "---\n\n   \n", "body", "empty"),
+    ],
+)
+def test_parse_card_names_file_and_field(text: str, field: str, problem: str) -> None:
+    with pytest.raises(CardError) as err:
+        parse_card(text, "cards/bad.md")
+    assert err.value.field == field
+    assert str(err.value).startswith(f"cards/bad.md: field '{field}': ")
+    assert problem in err.value.problem
+
+
+def test_load_cards_rejects_non_utf8(tmp_path: Path) -> None:
+    (tmp_path / "latin.md").write_bytes(GOOD.replace("First", "Fïrst").encode("latin-1"))
+    with pytest.raises(CardError, match=r"latin\.md: field 'encoding': not UTF-8"):
+        load_cards(tmp_path)
+
+
+def test_load_cards_rejects_duplicate_ids_naming_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "b.md").write_text(GOOD, encoding="utf-8")
+    with pytest.raises(CardError) as err:
+        load_cards(tmp_path)
+    assert err.value.field == "id"
+    assert str(err.value) == (
+        f"{tmp_path / 'b.md'}: field 'id': duplicate id 'card-example', also in {tmp_path / 'a.md'}"
+    )
+
+
+def test_load_cards_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="cards folder not found"):
+        load_cards(tmp_path / "nope")
+
+
+def test_shipped_corpus_shape(shipped_cards: list[Card]) -> None:
+    lengths = sorted(len(c.body) for c in shipped_cards)
+    p90 = lengths[int(0.9 * len(lengths) + 0.5) - 1]  # nearest-rank 90th percentile
+    assert len(shipped_cards) == 38
+    assert 1000 <= statistics.median(lengths) <= 1200
+    assert 1400 <= p90 <= 1600
+    assert all(3 <= len(c.body.split("\n\n")) <= 6 for c in shipped_cards)
+    assert sum(c.sensitivity == "restricted" for c in shipped_cards) >= 2
+    assert all(c.id == "card-" + Path(c.source).stem for c in shipped_cards)

@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from ingest import metadata as md
+from ingest.cards import Card, CardError
+from ingest.settings import Settings
+from ingest.splitter import CardSplitter
+from ingest.store import (
+    CURRENT,
+    StoreMissingError,
+    build_index,
+    deserialize_parent,
+    ingest_folder,
+    open_index,
+    serialize_parent,
+    upsert_documents,
+)
+from tests.conftest import CARDS_DIR
+
+CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")
+
+
+def test_one_row_per_child_with_deterministic_ids(
+    shipped_index_dir: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    index = open_index(shipped_index_dir, real_embeddings)
+    rows = index.vectorstore.get(include=["metadatas", "documents"])
+    splitter = CardSplitter()
+    expected = {
+        md.child_id(c.id, i): child
+        for c in shipped_cards
+        for i, child in enumerate(splitter.split_documents([c.to_document()]))
+    }
+    assert len(rows["ids"]) == 164
+    assert set(rows["ids"]) == set(expected)
+    for row_id, meta, text in zip(rows["ids"], rows["metadatas"], rows["documents"], strict=True):
+        assert CHILD_ID.match(row_id)
+        assert row_id == md.child_id(meta["parent_id"], meta["chunk_index"])
+        assert text == expected[row_id].page_content
+        assert set(meta) >= {
+            "parent_id",
+            "chunk_index",
+            "title",
+            "license",
+            "topics",
+            "accessed_at",
+            "sensitivity",
+            "start_index",
+        }
+    assert index.manifest["children"] == 164
+    assert index.vectorstore._collection.configuration["hnsw"]["space"] == "cosine"
+
+
+def test_parent_cards_round_trip_exactly(
+    shipped_index_dir: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    index = open_index(shipped_index_dir, real_embeddings)
+    stored = index.docstore.mget([c.id for c in shipped_cards])
+    for card, doc in zip(shipped_cards, stored, strict=True):
+        assert doc is not None
+        expected = card.to_document()
+        assert (doc.id, doc.page_content, doc.metadata) == (
+            expected.id,
+            expected.page_content,
+            expected.metadata,
+        )
+
+
+def test_parent_record_is_versioned_json(shipped_cards: list[Card]) -> None:
+    doc = shipped_cards[0].to_document()
+    data = serialize_parent(doc)
+    assert data.startswith(b'{"format_version": 1, "id": "card-')
+    back = deserialize_parent(data)
+    assert (back.id, back.page_content, back.metadata) == (doc.id, doc.page_content, doc.metadata)
+
+
+def test_reingest_the_same_cards_adds_no_rows(
+    tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    index = build_index(
+        shipped_cards[:5], tmp_path, real_embeddings, CardSplitter(), progress=False
+    )
+    before = index.vectorstore._collection.count()
+    upsert_documents(
+        index.vectorstore,
+        index.docstore,
+        CardSplitter(),
+        [c.to_document() for c in shipped_cards[:5]],
+    )
+    assert index.vectorstore._collection.count() == before == 20
+
+
+def _write_cards(folder: Path, cards: list[Card]) -> None:
+    folder.mkdir()
+    for card in cards:
+        shutil.copy(card.source, folder / Path(card.source).name)
+
+
+def test_bad_card_leaves_the_previous_index_answering(
+    tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    settings = Settings(store_dir=tmp_path / "store")
+    good = tmp_path / "good"
+    _write_cards(good, shipped_cards[:3])
+    first = ingest_folder(settings, good)
+    bad = tmp_path / "bad"
+    _write_cards(bad, shipped_cards[:3])
+    (bad / "zz-broken.md").write_text(
+        "---\nid: card-broken\ntitle: x\n---\nbody\n", encoding="utf-8"
+    )
+    with pytest.raises(CardError, match=r"zz-broken\.md: field 'license': missing"):
+        ingest_folder(settings, bad)
+    again = open_index(settings.store_dir, real_embeddings)
+    assert again.path == first.path
+    assert again.vectorstore._collection.count() == first.manifest["children"]
+    assert [c.id for c in shipped_cards[:3]] == [
+        "card-adherence-reminders",
+        "card-alcohol-interactions",
+        "card-alendronate-weekly",
+    ]
+    hits = again.vectorstore.similarity_search("stay upright after the weekly bone tablet", k=1)
+    assert hits[0].metadata["parent_id"] == "card-alendronate-weekly"
+
+
+class _FailingEmbeddings(Embeddings):
+    """Fails while embedding, as a crash midway through an ingest would."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("disk full")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise RuntimeError("disk full")
+
+
+def test_crash_midway_keeps_previous_index_and_leaves_no_partial(
+    tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    first = build_index(
+        shipped_cards[:2], tmp_path, real_embeddings, CardSplitter(), progress=False
+    )
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_index(shipped_cards, tmp_path, _FailingEmbeddings(), CardSplitter(), progress=False)
+    assert (tmp_path / CURRENT).resolve() == first.path
+    assert sorted(p.name for p in tmp_path.glob("index-*")) == [first.path.name]
+    reopened = open_index(tmp_path, real_embeddings)
+    assert reopened.vectorstore._collection.count() == first.manifest["children"]
+
+
+def test_swap_keeps_one_previous_generation(
+    tmp_path: Path, fake_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    paths = [
+        build_index(
+            shipped_cards[:1], tmp_path, fake_embeddings, CardSplitter(), progress=False
+        ).path
+        for _ in range(3)
+    ]
+    assert sorted(p.name for p in tmp_path.glob("index-*")) == sorted(p.name for p in paths[1:])
+    assert (tmp_path / CURRENT).resolve() == paths[2]
+
+
+def test_open_index_without_a_store_says_how_to_build_one(
+    tmp_path: Path, fake_embeddings: Embeddings
+) -> None:
+    with pytest.raises(StoreMissingError, match="no index found; build one with `cardrag ingest`"):
+        open_index(tmp_path, fake_embeddings)
+
+
+def test_shipped_cards_folder_is_the_default() -> None:
+    assert Settings().cards_dir == CARDS_DIR
