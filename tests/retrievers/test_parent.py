@@ -1,0 +1,300 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_classic.retrievers import ParentDocumentRetriever
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+from langchain_core.stores import InMemoryStore
+
+from ingest.splitter import CardSplitter
+from ingest.store import open_index, open_vectorstore
+from retrievers.fusion import ChildHit
+from retrievers.parent import (
+    ScoredParentDocumentRetriever,
+    first_fetch,
+    merge_filters,
+    next_fetch,
+)
+from tests.conftest import FakeEmbeddings
+
+
+def card(card_id: str, body: str, **meta: Any) -> Document:
+    metadata = {"parent_id": card_id, "sensitivity": "public", "license": "CC0-1.0", **meta}
+    return Document(id=card_id, page_content=body, metadata=metadata)
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> ScoredParentDocumentRetriever:
+    """Four cards on a real Chroma on disk, fake embeddings, in-memory parents."""
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(chunk_size=30, chunk_overlap=0),
+        k=3,
+        fetch_multiplier=1,
+    )
+    retriever.add_documents(
+        [
+            card("card-a", "\n\n".join(["pills stomach morning"] * 12), topics=["food"]),
+            card("card-b", "pills evening routine", topics=["food"]),
+            card("card-c", "stomach ache", topics=["pain"]),
+            card("card-d", "unrelated words here", topics=["misc"]),
+        ]
+    )
+    return retriever
+
+
+def test_overfetch_returns_k_parents_when_one_card_dominates(
+    small: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows: list[int] = []
+    original = ScoredParentDocumentRetriever._search
+
+    def spy(
+        self: ScoredParentDocumentRetriever, vector: list[float], fetch: int, where: Any
+    ) -> Any:
+        windows.append(fetch)
+        return original(self, vector, fetch, where)
+
+    monkeypatch.setattr(ScoredParentDocumentRetriever, "_search", spy)
+    docs = small.invoke("pills stomach morning")
+    assert [d.id for d in docs] == ["card-a", "card-c", "card-b"]
+    assert [round(d.metadata["score"], 3) for d in docs] == [1.0, 0.408, 0.333]
+    assert windows == [3, 6, 12, 24]  # card-a's 12 identical children fill the first windows
+
+
+def test_returned_parent_carries_card_text_score_and_matched_child(
+    small: ScoredParentDocumentRetriever,
+) -> None:
+    doc = small.invoke("stomach ache", k=1)[0]
+    assert doc.id == "card-c"
+    assert doc.page_content == "stomach ache"
+    assert doc.metadata == {
+        "parent_id": "card-c",
+        "sensitivity": "public",
+        "license": "CC0-1.0",
+        "topics": ["pain"],
+        "chunk_index": 0,
+        "score": pytest.approx(1.0),
+        "matched_child_id": "card-c::00",
+        "matched_child_text": "stomach ache",
+        "matched_start_index": 0,
+        "matched_end_index": 12,
+    }
+
+
+def test_gate_keeps_a_parent_with_one_strong_child_only(tmp_path: Path) -> None:
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(chunk_size=30, chunk_overlap=0),
+        k=3,
+    )
+    retriever.add_documents(
+        [
+            card(
+                "card-strong", "travel insurance abroad\n\ninsulin cool bag flight\n\nparking fees"
+            ),
+            card("card-weak", "insulin pens\n\nflight delays\n\ncool weather"),
+        ]
+    )
+    # card-weak's best child ("insulin pens / flight delays") shares 2 of the 4 words: 0.5
+    ungated = retriever.invoke("insulin cool bag flight")
+    assert [(d.id, round(d.metadata["score"], 3)) for d in ungated] == [
+        ("card-strong", 1.0),
+        ("card-weak", 0.5),
+    ]
+    retriever.min_similarity = 0.6
+    docs = retriever.invoke("insulin cool bag flight")
+    assert [(d.id, round(d.metadata["score"], 3)) for d in docs] == [("card-strong", 1.0)]
+    assert docs[0].metadata["matched_child_id"] == "card-strong::01"
+    assert retriever.invoke("parliament election results") == []
+
+
+def test_missing_parent_is_skipped_with_a_warning_and_k_still_returned(
+    small: ScoredParentDocumentRetriever, caplog: pytest.LogCaptureFixture
+) -> None:
+    small.docstore.mdelete(["card-a"])
+    with caplog.at_level(logging.WARNING, logger="retrievers.parent"):
+        docs = small.invoke("pills stomach morning")
+    assert [d.id for d in docs] == ["card-c", "card-b", "card-d"]
+    assert "parents missing from the docstore, skipped: card-a" in caplog.text
+
+
+def test_per_call_filter_is_combined_with_the_retrievers_own(
+    small: ScoredParentDocumentRetriever,
+) -> None:
+    assert [
+        d.id for d in small.invoke("pills stomach", filter={"topics": {"$contains": "food"}})
+    ] == [
+        "card-a",
+        "card-b",
+    ]
+    small.filter = {"license": {"$ne": "CC0-1.0"}}
+    assert small.invoke("pills stomach", filter={"topics": {"$contains": "food"}}) == []
+
+
+def test_upsert_of_a_shrinking_card_leaves_no_stale_child(
+    small: ScoredParentDocumentRetriever,
+) -> None:
+    col = small.vectorstore._collection
+    assert len(col.get(where={"parent_id": "card-a"})["ids"]) == 12
+    shorter = "one two three four\n\nfive six seven eight\n\nnine ten eleven twelve"
+    small.add_documents([card("card-a", shorter)])
+    assert sorted(col.get(where={"parent_id": "card-a"})["ids"]) == [
+        "card-a::00",
+        "card-a::01",
+        "card-a::02",
+    ]
+    assert col.count() == 6
+    small.add_documents([card("card-a", shorter)])
+    assert col.count() == 6
+
+
+def test_delete_removes_children_and_parent(small: ScoredParentDocumentRetriever) -> None:
+    small.delete(["card-a", "card-d"])
+    assert small.vectorstore._collection.count() == 2
+    assert small.docstore.mget(["card-a", "card-d", "card-b"])[:2] == [None, None]
+    assert [d.id for d in small.invoke("pills stomach morning")] == ["card-c", "card-b"]
+
+
+def test_restricted_cards_are_excluded_unless_allowed(small: ScoredParentDocumentRetriever) -> None:
+    small.add_documents([card("card-secret", "escalation code stomach", sensitivity="restricted")])
+    assert "card-secret" not in [d.id for d in small.invoke("escalation code", k=5)]
+    small.allow_restricted = True
+    assert small.invoke("escalation code", k=5)[0].id == "card-secret"
+
+
+def test_pure_fetch_planning() -> None:
+    hits = [ChildHit(f"a::{i:02d}", "a", 0.9 - i / 100) for i in range(8)]
+    assert first_fetch(4, 4, 200) == 16
+    assert first_fetch(4, 4, 10) == 10
+    assert next_fetch(hits, 8, 200, found=1, k=4, min_similarity=None) == 16
+    assert next_fetch(hits, 8, 12, found=1, k=4, min_similarity=None) == 12
+    assert next_fetch(hits, 8, 200, found=4, k=4, min_similarity=None) is None
+    assert (
+        next_fetch(hits[:5], 8, 200, found=1, k=4, min_similarity=None) is None
+    )  # store exhausted
+    assert next_fetch(hits, 8, 8, found=1, k=4, min_similarity=None) is None  # at max_fetch
+    assert next_fetch(hits, 8, 200, found=1, k=4, min_similarity=0.85) is None  # tail below gate
+
+
+def test_merge_filters() -> None:
+    assert merge_filters(None, {}) is None
+    assert merge_filters({"a": 1}) == {"a": 1}
+    assert merge_filters({"a": 1}, {"b": {"$ne": 2}}) == {"$and": [{"a": 1}, {"b": {"$ne": 2}}]}
+    assert merge_filters({"a": 1, "b": 2}) == {"$and": [{"a": 1}, {"b": 2}]}
+    assert merge_filters({"$or": [{"a": 1}, {"b": 2}]}, None) == {"$or": [{"a": 1}, {"b": 2}]}
+
+
+def test_invalid_settings_fail_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"max_fetch \(2\) must be at least k \(4\)"):
+        ScoredParentDocumentRetriever(
+            vectorstore=open_vectorstore(tmp_path, FakeEmbeddings()),
+            docstore=InMemoryStore(),
+            k=4,
+            max_fetch=2,
+        )
+
+
+# -- the real stack: shipped corpus, all-MiniLM-L6-v2, Chroma on disk -------------------------
+
+
+@pytest.fixture(scope="module")
+def shipped(shipped_index_dir: Path, real_embeddings: Embeddings) -> ScoredParentDocumentRetriever:
+    index = open_index(shipped_index_dir, real_embeddings)
+    return ScoredParentDocumentRetriever(
+        vectorstore=index.vectorstore, docstore=index.docstore, k=4, min_similarity=0.3
+    )
+
+
+QUESTIONS = [
+    "How long can an insulin pen stay out of the fridge?",
+    "Can I drink milk with my antibiotic?",
+    "What should I do if I forget a tablet?",
+]
+
+
+def _key(docs: list[Document]) -> list[tuple[str | None, float, str]]:
+    return [(d.id, round(d.metadata["score"], 6), d.metadata["matched_child_id"]) for d in docs]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "batch", "abatch"])
+def test_sync_and_async_paths_return_identical_results(
+    shipped: ScoredParentDocumentRetriever, mode: str
+) -> None:
+    expected = [_key(shipped.invoke(q)) for q in QUESTIONS]
+    if mode == "invoke":
+        got = [shipped.invoke(q) for q in QUESTIONS]
+    elif mode == "ainvoke":
+        got = [asyncio.run(shipped.ainvoke(q)) for q in QUESTIONS]
+    elif mode == "batch":
+        got = shipped.batch(QUESTIONS)
+    else:
+        got = asyncio.run(shipped.abatch(QUESTIONS))
+    assert [_key(docs) for docs in got] == expected
+    assert [docs[0].id for docs in got] == [
+        "card-insulin-storage",
+        "card-doxycycline-precautions",
+        "card-missed-dose-general",
+    ]
+
+
+def test_off_topic_question_is_gated_to_nothing(shipped: ScoredParentDocumentRetriever) -> None:
+    assert shipped.invoke("Who won the football world cup in 1966?") == []
+
+
+def test_restricted_card_never_returned_by_default(shipped: ScoredParentDocumentRetriever) -> None:
+    question = "on-call pharmacist escalation thresholds for support staff"
+    assert all(d.metadata["sensitivity"] != "restricted" for d in shipped.invoke(question, k=10))
+
+
+def test_drops_into_an_lcel_chain(shipped: ScoredParentDocumentRetriever) -> None:
+    def format_docs(docs: list[Document]) -> str:
+        return "\n\n".join(f"[{d.id}] {d.page_content}" for d in docs)
+
+    prompt = ChatPromptTemplate.from_template("Cards:\n{context}\n\nQuestion: {question}")
+    model = GenericFakeChatModel(
+        messages=iter([AIMessage(content="Keep it cool [cite:card-insulin-storage]")])
+    )
+    setup = {"context": shipped | format_docs, "question": RunnablePassthrough()}
+    rendered = (setup | prompt).invoke(QUESTIONS[0]).to_string()
+    assert rendered.startswith("Human: Cards:\n[card-insulin-storage] Insulin is a protein")
+    assert rendered.endswith(f"Question: {QUESTIONS[0]}")
+    answer = (setup | prompt | model).invoke(QUESTIONS[0])
+    assert answer.content == "Keep it cool [cite:card-insulin-storage]"
+
+
+def test_ours_returns_k_scored_parents_where_vanilla_returns_fewer_and_no_scores(
+    shipped_index_dir: Path, real_embeddings: Embeddings
+) -> None:
+    index = open_index(shipped_index_dir, real_embeddings)
+    question = "How should I store insulin pens and vials?"
+    vanilla = ParentDocumentRetriever(
+        vectorstore=index.vectorstore,
+        docstore=index.docstore,
+        child_splitter=CardSplitter(),
+        id_key="parent_id",
+        search_kwargs={"k": 4},
+    )
+    ours = ScoredParentDocumentRetriever(
+        vectorstore=index.vectorstore, docstore=index.docstore, k=4
+    )
+    theirs = vanilla.invoke(question)
+    mine = ours.invoke(question)
+    assert len(theirs) < 4
+    assert all("score" not in d.metadata for d in theirs)
+    assert len(mine) == 4
+    assert len({d.id for d in mine}) == 4
+    scores = [d.metadata["score"] for d in mine]
+    assert scores == sorted(scores, reverse=True)
+    assert mine[0].id == "card-insulin-storage"
