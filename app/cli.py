@@ -1,11 +1,19 @@
-"""The ``cardrag`` command line: ``ingest``, ``retrieve`` and ``demo``."""
+"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve`` and ``demo``.
+
+Bad input (an empty or over-long question, a missing store, a bad card) prints one clear line
+on stderr and exits 2; it never prints a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from app.context import Context
+from app.graph import QuestionError, answer, check_question
+from app.reply import Reply
 from ingest import __main__ as ingest_main
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
@@ -44,30 +52,68 @@ def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:
     return 0
 
 
+def format_reply(reply: Reply) -> str:
+    """The reply for a terminal: answer, citations, retrieved cards with scores."""
+    lines = [f"Q: {reply.question}", "", reply.answer, ""]
+    if reply.refused:
+        lines.append("(refused: no card passed the similarity gate)")
+    if reply.citations:
+        lines.append("Citations:")
+        lines.extend(f"  [cite:{c.id}] {c.title}" for c in reply.citations)
+    if reply.rejected_citations:
+        lines.append(f"Rejected citations (not retrieved): {', '.join(reply.rejected_citations)}")
+    if reply.uncited:
+        lines.append("Warning: the answer cites none of the retrieved cards.")
+    if reply.retrieved:
+        lines.append("Retrieved:")
+        for card in reply.retrieved:
+            passage = " ".join(card.matched_passage.split())
+            lines.append(f"  {card.score:.3f}  {card.id}  {card.title}")
+            lines.append(f"         matched {card.matched_child_id}: {passage[:140]}")
+    return "\n".join(lines)
+
+
+def cmd_ask(settings: Settings, question: str, k: int | None, *, as_json: bool) -> int:
+    """Answer one question with citations."""
+    question = check_question(question)
+    context = Context.from_settings(settings, **({"k": k} if k else {}))
+    reply = answer(question, context)
+    print(reply.model_dump_json(indent=2) if as_json else format_reply(reply))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``cardrag`` command."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     parser = argparse.ArgumentParser(prog="cardrag", description="Card retrieval with citations.")
     sub = parser.add_subparsers(dest="command", required=True)
+    p_ask = sub.add_parser("ask", help="answer a question with citations")
+    p_ask.add_argument("question")
+    p_ask.add_argument("--json", action="store_true", help="print the structured reply as JSON")
+    p_ask.add_argument("--k", type=int, default=None, help="cards to retrieve")
     p_ingest = sub.add_parser("ingest", help="build the store from a folder of cards")
     p_ingest.add_argument("--cards", type=Path, default=None, help="folder of cards")
     p_ingest.add_argument("--clean", action="store_true", help="delete every previous index")
     p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
     p_ret.add_argument("question")
-    p_ret.add_argument("--k", type=int, default=None)
+    p_ret.add_argument("--k", type=int, default=None, help="cards to retrieve")
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
     args = parser.parse_args(argv)
     settings = Settings()
     try:
         if args.command == "ingest":
             return ingest_main.run(settings, args.cards, clean=args.clean)
+        if args.command == "ask":
+            return cmd_ask(settings, args.question, args.k, as_json=args.json)
         if args.command == "retrieve":
             return cmd_retrieve(settings, args.question, args.k)
         if not (settings.store_dir / "current").exists():
             code = ingest_main.run(settings, None, clean=False)
             if code:
                 return code
-        return cmd_retrieve(settings, DEMO_QUESTION, None)
-    except StoreMissingError as exc:
+        return cmd_ask(settings, DEMO_QUESTION, None, as_json=False)
+    except (StoreMissingError, QuestionError) as exc:
         print(f"cardrag: {exc}", file=sys.stderr)
         return 2
 

@@ -84,19 +84,18 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         filter: Where | None = None,
         k: int | None = None,
+        min_similarity: float | None = None,
     ) -> list[Document]:
-        want = k or self.k
-        where = self._where(filter)
+        """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields."""
+        want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
         vector = self._embeddings.embed_query(query)
         fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
         while True:
             hits = self._search(vector, fetch, where)
-            ranked = gate(best_per_parent(hits), self.min_similarity)
+            ranked = gate(best_per_parent(hits), floor)
             parents = self.docstore.mget([p.parent_id for p in ranked])
             docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
-            fetch_more = next_fetch(
-                hits, fetch, self.max_fetch, len(docs), want, self.min_similarity
-            )
+            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), want, floor)
             if fetch_more is None:
                 return finish(docs, missing)
             fetch = fetch_more
@@ -108,22 +107,24 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         filter: Where | None = None,
         k: int | None = None,
+        min_similarity: float | None = None,
     ) -> list[Document]:
-        want = k or self.k
-        where = self._where(filter)
+        """Async twin of :meth:`_get_relevant_documents` (same pure steps, awaited I/O)."""
+        want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
         vector = await self._embeddings.aembed_query(query)
         fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
         while True:
             hits = await run_in_executor(None, self._search, vector, fetch, where)
-            ranked = gate(best_per_parent(hits), self.min_similarity)
+            ranked = gate(best_per_parent(hits), floor)
             parents = await self.docstore.amget([p.parent_id for p in ranked])
             docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
-            fetch_more = next_fetch(
-                hits, fetch, self.max_fetch, len(docs), want, self.min_similarity
-            )
+            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), want, floor)
             if fetch_more is None:
                 return finish(docs, missing)
             fetch = fetch_more
+
+    def _floor(self, per_call: float | None) -> float | None:
+        return self.min_similarity if per_call is None else per_call
 
     @property
     def _embeddings(self) -> Any:

@@ -1,0 +1,75 @@
+"""The graph's typed run context: which retriever, k, gate, chat model and prompt budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+
+from app.extractive import ExtractiveAnswerer
+from ingest.embeddings import load_embeddings
+from ingest.settings import Settings
+from ingest.store import open_index
+from retrievers.parent import ScoredParentDocumentRetriever
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Configuration of one run of the answering graph (its ``context_schema``).
+
+    Example:
+        >>> ctx = Context.from_settings(Settings())  # doctest: +SKIP
+        >>> graph.invoke({"question": "Can I drink alcohol?"}, context=ctx)  # doctest: +SKIP
+    """
+
+    retriever: BaseRetriever = field(metadata={"description": "Returns scored parent cards."})
+    k: int = field(default=4, metadata={"description": "Cards retrieved per question."})
+    min_similarity: float = field(
+        default=0.3, metadata={"description": "Below this best-child similarity a card is dropped."}
+    )
+    chat_model: str | BaseChatModel | None = field(
+        default=None,
+        metadata={
+            "description": "provider:model for init_chat_model, a chat model, or None (offline)."
+        },
+    )
+    prompt_budget: int = field(
+        default=600, metadata={"description": "Characters of each card in the prompt."}
+    )
+    answerer: ExtractiveAnswerer | None = field(
+        default=None, metadata={"description": "The offline answerer used when chat_model is None."}
+    )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
+        """Open the current index and build the offline defaults from ``settings``."""
+        embeddings = load_embeddings(settings.embedding_model, settings.threads)
+        index = open_index(settings.store_dir, embeddings)
+        retriever = ScoredParentDocumentRetriever(
+            vectorstore=index.vectorstore,
+            docstore=index.docstore,
+            k=settings.k,
+            fetch_multiplier=settings.fetch_multiplier,
+            max_fetch=settings.max_fetch,
+        )
+        values: dict[str, Any] = {
+            "retriever": retriever,
+            "k": settings.k,
+            "min_similarity": settings.min_similarity,
+            "chat_model": settings.chat_model,
+            "prompt_budget": settings.prompt_budget,
+            "answerer": ExtractiveAnswerer(embeddings),
+        }
+        values.update(overrides)
+        return cls(**values)
+
+
+def resolve_chat_model(spec: str | BaseChatModel) -> BaseChatModel:
+    """A chat model from a ``provider:model`` string (its provider package must be installed)."""
+    if isinstance(spec, BaseChatModel):
+        return spec
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(spec)

@@ -1,0 +1,98 @@
+"""The offline default answerer: extractive, not generative.
+
+It reads the same windowed card text a chat model would see, scores every sentence against the
+question with the embedding model the retriever uses, keeps the best few, puts them back in
+card order and cites the card after its sentences. It never writes a word that is not in a
+card: it is a quoting machine, useful offline and as a baseline, not a substitute for an LLM
+that can reason across cards.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from app.prompts import window
+from app.reply import Draft
+from ingest import metadata as md
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass
+class ExtractiveAnswerer:
+    """Answer with the sentences of the retrieved cards closest to the question.
+
+    Example:
+        >>> answerer = ExtractiveAnswerer(embeddings)  # doctest: +SKIP
+        >>> answerer("Can I take it with milk?", docs, budget=600).answer  # doctest: +SKIP
+        'Leave two to three hours between them and your dose. [cite:card-doxycycline-precautions]'
+    """
+
+    embeddings: Embeddings
+    """The retriever's embedding model (normalised vectors: dot product = cosine)."""
+    max_sentences: int = 2
+    """Sentences quoted at most."""
+    relative_floor: float = 0.85
+    """A sentence after the best is kept only if it scores at least this share of the best."""
+    _cache: dict[str, list[float]] = field(default_factory=dict, repr=False)
+
+    def __call__(self, question: str, docs: Sequence[Document], budget: int) -> Draft:
+        """Pick, order and cite sentences from ``docs`` (best card first)."""
+        candidates: list[tuple[int, int, str, str]] = []  # (card rank, position, card id, text)
+        for rank, doc in enumerate(docs):
+            text = doc.page_content
+            lo, hi = window(
+                text,
+                doc.metadata.get(md.MATCHED_START_INDEX),
+                doc.metadata.get(md.MATCHED_END_INDEX),
+                budget,
+            )
+            for pos, sentence in enumerate(split_sentences(text[lo:hi])):
+                candidates.append((rank, pos, str(doc.id), sentence))
+        if not candidates:
+            return Draft(answer="", citations=[])
+        q = self.embeddings.embed_query(question)
+        vectors = self._embed([c[3] for c in candidates])
+        scores = [sum(a * b for a, b in zip(q, v, strict=True)) for v in vectors]
+        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+        best = scores[order[0]]
+        chosen = [i for i in order[: self.max_sentences] if scores[i] >= best * self.relative_floor]
+        chosen.sort(key=lambda i: candidates[i][:2])  # back in card order, then text order
+        parts: list[str] = []
+        citations: list[str] = []
+        for n, i in enumerate(chosen):
+            _, _, card_id, sentence = candidates[i]
+            parts.append(sentence)
+            last_of_card = n == len(chosen) - 1 or candidates[chosen[n + 1]][2] != card_id
+            if last_of_card:
+                parts.append(f"[cite:{card_id}]")
+                citations.append(card_id)
+        return Draft(answer=" ".join(parts), citations=list(dict.fromkeys(citations)))
+
+    def _embed(self, sentences: list[str]) -> list[list[float]]:
+        missing = [s for s in dict.fromkeys(sentences) if s not in self._cache]
+        if missing:
+            self._cache.update(zip(missing, self.embeddings.embed_documents(missing), strict=True))
+        return [self._cache[s] for s in sentences]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Whole sentences of a text window (a fragment cut by the window is dropped if others exist).
+
+    Example:
+        >>> split_sentences("ends here. One. Two! Three? trailing")
+        ['One.', 'Two!', 'Three?']
+    """
+    parts = [p.strip() for p in SENTENCE_END.split(text.replace("\n", " ")) if p.strip()]
+    whole = [p for i, p in enumerate(parts) if _complete(p, first=i == 0)]
+    return whole or parts
+
+
+def _complete(sentence: str, *, first: bool) -> bool:
+    starts_well = sentence[0].isupper() or sentence[0].isdigit() or not first
+    return starts_well and sentence[0] not in "…" and sentence[-1] in ".!?"

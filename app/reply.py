@@ -1,0 +1,59 @@
+"""The structured reply: what the graph returns, the CLI prints and the API serves."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Draft(BaseModel):
+    """What the chat model is asked to produce (structured output)."""
+
+    answer: str = Field(description="The answer, citing cards inline as [cite:card-X].")
+    citations: list[str] = Field(default_factory=list, description="Card ids cited, e.g. card-x.")
+
+
+class CitedCard(BaseModel):
+    """A card the answer cites."""
+
+    id: str
+    """Card id."""
+    title: str
+    """Card title (shown on citation chips)."""
+
+
+class RetrievedCard(BaseModel):
+    """A card the retriever returned, with the passage that matched."""
+
+    id: str
+    """Card id."""
+    title: str
+    """Card title."""
+    score: float
+    """Best child similarity (cosine)."""
+    matched_child_id: str
+    """Id of the child chunk that matched."""
+    matched_passage: str
+    """The child's own text in the card (no title prefix, no overlap)."""
+    matched_start_index: int | None = None
+    """Where that passage starts in the card text."""
+    matched_end_index: int | None = None
+    """Where it ends (exclusive)."""
+
+
+class Reply(BaseModel):
+    """The answer to one question, JSON-serialisable."""
+
+    question: str
+    """The question as asked."""
+    answer: str
+    """Answer text with ``[cite:card-X]`` markers (only verified ones remain)."""
+    citations: list[CitedCard] = Field(default_factory=list)
+    """Cards cited, each among the retrieved ones, in order of first citation."""
+    retrieved: list[RetrievedCard] = Field(default_factory=list)
+    """Cards retrieved, best first."""
+    rejected_citations: list[str] = Field(default_factory=list)
+    """Ids the draft cited that were not retrieved (or do not exist); removed from the answer."""
+    uncited: bool = False
+    """True when cards were retrieved but the answer cites none of them."""
+    refused: bool = False
+    """True when no card passed the similarity gate: the knowledge base does not cover it."""

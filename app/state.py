@@ -1,0 +1,22 @@
+"""The graph's state: what each node reads and writes."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from langchain_core.documents import Document
+
+from app.reply import Draft, Reply
+
+
+class State(TypedDict, total=False):
+    """Question in, reply out; retrieval and the draft in between."""
+
+    question: str
+    """The user's question."""
+    documents: list[Document]
+    """Scored parent cards from the retriever (empty when the gate refused)."""
+    draft: Draft
+    """The answerer's unverified answer."""
+    reply: Reply
+    """The verified, structured reply."""

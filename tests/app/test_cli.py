@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+
+def test_empty_question_exits_2_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", "  "]) == 2
+    err = capsys.readouterr().err
+    assert err == "cardrag: the question is empty\n"
+
+
+def test_over_long_question_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", "why " * 600]) == 2
+    assert (
+        capsys.readouterr().err
+        == "cardrag: the question is 2399 characters long; the limit is 2000\n"
+    )
+
+
+def test_missing_store_exits_2_without_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path / "nowhere"))
+    assert main(["ask", "How do I store insulin?"]) == 2
+    err = capsys.readouterr().err
+    assert "no index found; build one with `cardrag ingest`" in err
+    assert "Traceback" not in err
+
+
+def test_bad_card_folder_exits_2_and_names_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cards" / "x.md").write_text("---\nid: card-x\n---\nbody\n", encoding="utf-8")
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path / "store"))
+    assert main(["ingest", "--cards", str(tmp_path / "cards")]) == 2
+    assert "x.md: field 'title': missing" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_ask_json_on_the_shipped_corpus(
+    shipped_index_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(shipped_index_dir))
+    assert (
+        main(["ask", "Can I drink alcohol while taking metronidazole?", "--json", "--k", "3"]) == 0
+    )
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["citations"][0]["id"] == "card-alcohol-interactions"
+    assert len(reply["retrieved"]) == 3
+    assert set(reply) == {
+        "question",
+        "answer",
+        "citations",
+        "retrieved",
+        "rejected_citations",
+        "uncited",
+        "refused",
+    }

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from app.context import Context
+from app.extractive import ExtractiveAnswerer
+from app.graph import QuestionError, answer, check_question, graph
+from ingest.store import open_index
+from retrievers.parent import ScoredParentDocumentRetriever
+
+
+@pytest.fixture(scope="module")
+def context(shipped_index_dir: Path, real_embeddings: Embeddings) -> Context:
+    index = open_index(shipped_index_dir, real_embeddings)
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=index.vectorstore, docstore=index.docstore
+    )
+    return Context(retriever=retriever, answerer=ExtractiveAnswerer(real_embeddings))
+
+
+def test_graph_is_compiled_with_its_context_schema() -> None:
+    assert graph.name == "cardrag"
+    assert graph.builder.context_schema is Context
+    assert set(graph.get_graph().nodes) == {
+        "__start__",
+        "retrieve",
+        "generate",
+        "verify_citations",
+        "refuse",
+        "__end__",
+    }
+
+
+def test_narrow_question_cites_the_right_card(context: Context) -> None:
+    reply = answer("How long can an insulin pen stay out of the fridge?", context)
+    assert [c.id for c in reply.citations] == ["card-insulin-storage"]
+    assert "for about four weeks. [cite:card-insulin-storage]" in reply.answer
+    assert reply.retrieved[0].id == "card-insulin-storage"
+    assert reply.retrieved[0].matched_passage.startswith("The pen or vial you are using")
+    assert (reply.refused, reply.uncited, reply.rejected_citations) == (False, False, [])
+    assert len(reply.retrieved) == 4
+    json.loads(reply.model_dump_json())  # serialisable
+
+
+def test_off_topic_question_is_refused_without_citation(context: Context) -> None:
+    reply = answer("Who won the football world cup in 1966?", context)
+    assert reply.refused is True
+    assert (reply.citations, reply.retrieved) == ([], [])
+    assert reply.answer.startswith("The knowledge base does not cover this question")
+
+
+def test_scripted_model_citing_unretrieved_and_unknown_cards_is_corrected(context: Context) -> None:
+    draft = {
+        "answer": "Keep spare pens in the fridge [cite:card-insulin-storage]. "
+        "Eat the same greens weekly [cite:card-warfarin-diet]. "
+        "Ask staff for code ESC-7 [cite:card-made-up].",
+        "citations": ["card-insulin-storage", "card-warfarin-diet", "card-made-up"],
+    }
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=json.dumps(draft))]))
+    ctx = Context(retriever=context.retriever, chat_model=model)
+    reply = answer("How long can an insulin pen stay out of the fridge?", ctx)
+    assert "card-warfarin-diet" not in [c.id for c in reply.retrieved]
+    assert reply.answer == (
+        "Keep spare pens in the fridge [cite:card-insulin-storage]. "
+        "Eat the same greens weekly. Ask staff for code ESC-7."
+    )
+    assert [c.id for c in reply.citations] == ["card-insulin-storage"]
+    assert reply.citations[0].title == "Insulin: storing pens and vials"
+    assert reply.rejected_citations == ["card-warfarin-diet", "card-made-up"]
+
+
+def test_scripted_model_that_cites_nothing_is_flagged(context: Context) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="Just keep it somewhere cool.")]))
+    reply = answer(
+        "How should I store insulin?", Context(retriever=context.retriever, chat_model=model)
+    )
+    assert reply.answer == "Just keep it somewhere cool."
+    assert (reply.uncited, reply.citations) == (True, [])
+
+
+def test_question_checks() -> None:
+    assert check_question("  hi  ") == "hi"
+    with pytest.raises(QuestionError, match="the question is empty"):
+        check_question("   ")
+    with pytest.raises(
+        QuestionError, match="the question is 2001 characters long; the limit is 2000"
+    ):
+        check_question("x" * 2001)
