@@ -47,13 +47,7 @@ class Context:
         """Open the current index and build the offline defaults from ``settings``."""
         embeddings = load_embeddings(settings.embedding_model, settings.threads)
         index = open_index(settings.store_dir, embeddings)
-        retriever = ScoredParentDocumentRetriever(
-            vectorstore=index.vectorstore,
-            docstore=index.docstore,
-            k=settings.k,
-            fetch_multiplier=settings.fetch_multiplier,
-            max_fetch=settings.max_fetch,
-        )
+        retriever = ScoredParentDocumentRetriever.from_index(index, settings, min_similarity=None)
         values: dict[str, Any] = {
             "retriever": retriever,
             "k": settings.k,

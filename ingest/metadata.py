@@ -22,13 +22,19 @@ SOURCE = "source"
 
 CHUNK_INDEX = "chunk_index"
 """Position of a child within its card, from 0; always 0 on a returned parent."""
+CARD_ROW = -1
+"""``chunk_index`` of the optional card-level row (the whole card as one vector); such a row is
+ranked with the others but never shown as a matched passage."""
 START_INDEX = "start_index"
 """Offset in the card body where a child's own text starts (after title and overlap)."""
 END_INDEX = "end_index"
 """Offset in the card body where a child's own text ends (exclusive)."""
 
 SCORE = "score"
-"""Best child similarity of a returned parent (higher is better, cosine in [-1, 1])."""
+"""Best dense similarity of a returned parent's rows (higher is better, cosine in [-1, 1]); the
+``min_similarity`` gate applies to it."""
+FUSED_SCORE = "fused_score"
+"""Reciprocal-rank-fusion score that ordered the parent (only when several rankings are fused)."""
 MATCHED_CHILD_ID = "matched_child_id"
 """Id ``{card_id}::{NN}`` of the child that gave the parent its score."""
 MATCHED_CHILD_TEXT = "matched_child_text"
@@ -45,5 +51,9 @@ def child_id(card_id: str, chunk_index: int) -> str:
     Example:
         >>> child_id("card-iron-tablets", 3)
         'card-iron-tablets::03'
+        >>> child_id("card-iron-tablets", CARD_ROW)
+        'card-iron-tablets::card'
     """
+    if chunk_index == CARD_ROW:
+        return f"{card_id}::card"
     return f"{card_id}::{chunk_index:02d}"

@@ -43,6 +43,24 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=60, ge=0)
     """Characters of the previous chunk prepended to the next, trimmed to whole words."""
 
+    card_vector: bool = False
+    """Also index each whole card as one row (``chunk_index`` -1), ranked beside the children."""
+
+    hybrid: bool = False
+    """Fuse a BM25 ranking of the same children with the dense ranking (reciprocal rank fusion)."""
+
+    dense_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the dense best-child ranking."""
+
+    card_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the whole-card rows (with ``card_vector``)."""
+
+    bm25_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the BM25 ranking (with ``hybrid``)."""
+
+    rrf_c: int = Field(default=60, ge=1)
+    """Reciprocal rank fusion constant."""
+
     k: int = Field(default=4, ge=1)
     """Distinct parent cards returned by the retriever."""
 

@@ -60,7 +60,9 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         ['One two three four.', 'four. Five six seven eight.']
     """
 
-    def __init__(self, chunk_size: int = 400, chunk_overlap: int = 60) -> None:
+    def __init__(
+        self, chunk_size: int = 400, chunk_overlap: int = 60, *, card_row: bool = False
+    ) -> None:
         if chunk_overlap >= chunk_size:
             msg = f"Got a larger chunk overlap ({chunk_overlap}) than chunk size ({chunk_size})"
             raise ValueError(msg)
@@ -78,6 +80,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
             strip_whitespace=True,
         )
         self.overlap = chunk_overlap
+        self.card_row = card_row
 
     def split_spans(self, body: str) -> list[Span]:
         """Split a body into spans: recursive split, then word-aligned overlap."""
@@ -109,7 +112,8 @@ class CardSplitter(RecursiveCharacterTextSplitter):
 
         The first child of each parent is prefixed with the parent's ``title`` metadata (when
         present). Children copy the parent's metadata and add ``chunk_index``,
-        ``start_index`` and ``end_index``.
+        ``start_index`` and ``end_index``. With ``card_row`` each parent also gets one row
+        holding the whole card, ``chunk_index`` = ``CARD_ROW`` (-1).
         """
         children: list[Document] = []
         for doc in documents:
@@ -128,6 +132,17 @@ class CardSplitter(RecursiveCharacterTextSplitter):
                 md.END_INDEX: span.end,
             }
             out.append(Document(page_content=text, metadata=meta))
+        if self.card_row:  # the whole card (the model reads what fits its window) as one more row
+            body = doc.page_content
+            meta = {
+                **doc.metadata,
+                md.CHUNK_INDEX: md.CARD_ROW,
+                md.START_INDEX: 0,
+                md.END_INDEX: len(body),
+            }
+            out.append(
+                Document(page_content=f"{title}\n\n{body}" if title else body, metadata=meta)
+            )
         return out
 
     def create_documents(

@@ -7,6 +7,7 @@ Layout of the store folder (default ``.cardrag/``)::
         index-20261129T142233-1a2b3c/
             chroma/         Chroma persistent client, collection "children", cosine space
             parents/        LocalFileStore: one JSON record per card id
+            bm25/           bm25s index over the same children (for hybrid retrieval)
             manifest.json   model, chunk budgets, counts, build time
 
 ``build_index`` writes a complete new index beside the old one and only then swaps the
@@ -46,6 +47,7 @@ from tqdm.auto import tqdm
 from ingest import metadata as md
 from ingest.cards import Card, load_cards
 from ingest.embeddings import load_embeddings
+from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 
@@ -193,6 +195,8 @@ class Index:
     """Parent cards by card id."""
     manifest: dict[str, Any]
     """What the index was built with (model, budgets, counts)."""
+    bm25: BM25Index | None = None
+    """BM25 over the same children (None for indexes built before it existed)."""
 
 
 def open_index(store_dir: Path, embeddings: Embeddings) -> Index:
@@ -207,11 +211,13 @@ def open_index(store_dir: Path, embeddings: Embeddings) -> Index:
         raise StoreMissingError(msg)
     path = link.resolve()
     manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    bm25 = BM25Index.load(path / "bm25") if (path / "bm25").is_dir() else None
     return Index(
         path=path,
         vectorstore=open_vectorstore(path / "chroma", embeddings),
         docstore=open_parent_store(path / "parents"),
         manifest=manifest,
+        bm25=bm25,
     )
 
 
@@ -247,6 +253,8 @@ def build_index(
         ids = upsert_documents(
             vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=progress
         )
+        bm25 = BM25Index.from_vectorstore(vectorstore)
+        bm25.save(path / "bm25")
         manifest = {
             **(extra_manifest or {}),
             "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -263,7 +271,9 @@ def build_index(
         shutil.rmtree(path, ignore_errors=True)
         raise
     swap_current(store_dir, path)
-    return Index(path=path, vectorstore=vectorstore, docstore=docstore, manifest=manifest)
+    return Index(
+        path=path, vectorstore=vectorstore, docstore=docstore, manifest=manifest, bm25=bm25
+    )
 
 
 def swap_current(store_dir: Path, target: Path) -> None:
@@ -296,7 +306,9 @@ def ingest_folder(
     if clean and settings.store_dir.exists():
         shutil.rmtree(settings.store_dir)
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
-    splitter = CardSplitter(settings.chunk_size, settings.chunk_overlap)
+    splitter = CardSplitter(
+        settings.chunk_size, settings.chunk_overlap, card_row=settings.card_vector
+    )
     return build_index(
         cards,
         settings.store_dir,

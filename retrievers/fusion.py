@@ -1,10 +1,15 @@
-"""Grouping children into parents: best score per parent, deterministic ties."""
+"""Ranking parents: best score per parent, reciprocal rank fusion, and the two combined.
+
+Pure functions over ``(id, score)`` records, shared by the sync and async paths.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ingest import metadata as md
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,11 @@ class ChildHit:
     metadata: dict[str, Any] = field(default_factory=dict)
     """The child's metadata row."""
 
+    @property
+    def is_card_row(self) -> bool:
+        """True for the whole-card row (``chunk_index == CARD_ROW``), not a real child."""
+        return self.metadata.get(md.CHUNK_INDEX) == md.CARD_ROW
+
 
 @dataclass(frozen=True)
 class ParentHit:
@@ -32,7 +42,9 @@ class ParentHit:
     score: float
     """The best similarity among the parent's children."""
     best: ChildHit
-    """The child that gave the parent its score."""
+    """The child that gave the parent its score (a real child whenever one was fetched)."""
+    fused: float | None = None
+    """Reciprocal-rank-fusion score, when several rankings were fused."""
 
 
 def best_per_parent(hits: Iterable[ChildHit]) -> list[ParentHit]:
@@ -53,3 +65,85 @@ def best_per_parent(hits: Iterable[ChildHit]) -> list[ParentHit]:
             best[hit.parent_id] = hit
     ranked = sorted(best.values(), key=lambda h: (-h.score, h.parent_id, h.child_id))
     return [ParentHit(parent_id=h.parent_id, score=h.score, best=h) for h in ranked]
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, c: int = 60
+) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion: ``score(d) = sum_i w_i / (c + rank_i(d))``.
+
+    Ranks start at 1; an item absent from a ranking gets nothing from it. Ties are broken by
+    id, so the fused order is deterministic.
+
+    Example:
+        >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], c=1)
+        [('b', 0.8333333333333333), ('a', 0.5), ('c', 0.3333333333333333)]
+    """
+    weights = [1.0] * len(rankings) if weights is None else list(weights)
+    if len(weights) != len(rankings):
+        msg = f"got {len(rankings)} rankings but {len(weights)} weights"
+        raise ValueError(msg)
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0.0) + weight / (c + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Weights of the rankings fused at the parent level (0 leaves a ranking out)."""
+
+    dense: float = 1.0
+    """Dense similarity of the best child."""
+    card: float = 1.0
+    """Dense similarity of the whole-card row (only where the index has card rows)."""
+    bm25: float = 1.0
+    """BM25 score of the best child (only where a BM25 index is used)."""
+
+
+def rank_parents(
+    hits: Iterable[ChildHit],
+    lexical: Sequence[ParentHit] = (),
+    *,
+    min_similarity: float | None = None,
+    weights: FusionWeights = FusionWeights(),
+    c: int = 60,
+) -> list[ParentHit]:
+    """Rank parents from dense hits (children and card rows) and an optional BM25 ranking.
+
+    Every parent's ``score`` is its best dense similarity over all its rows, and the gate
+    applies to it; a parent with no dense hit cannot pass. Up to three rankings of the passing
+    parents are fused with weighted RRF: best child, card row, BM25. With a single ranking the
+    order is that ranking's (no fusion, ``fused`` is None).
+
+    Example:
+        >>> hits = [ChildHit("a::00", "a", 0.9), ChildHit("b::00", "b", 0.8)]
+        >>> lexical = [ParentHit("b", 7.0, ChildHit("b::00", "b", 7.0))]
+        >>> [p.parent_id for p in rank_parents(hits, lexical, c=1)]
+        ['b', 'a']
+    """
+    rows = list(hits)
+    children = best_per_parent(h for h in rows if not h.is_card_row)
+    cards = best_per_parent(h for h in rows if h.is_card_row)
+    score: dict[str, float] = {}
+    best: dict[str, ChildHit] = {}
+    for hit in [*cards, *children]:  # a real child wins provenance over the card row
+        score[hit.parent_id] = max(score.get(hit.parent_id, hit.score), hit.score)
+        best[hit.parent_id] = hit.best
+    passing = {p for p, s in score.items() if min_similarity is None or s >= min_similarity}
+    rankings: list[list[str]] = []
+    used: list[float] = []
+    for ranking, weight in (
+        (children, weights.dense),
+        (cards, weights.card),
+        (lexical, weights.bm25),
+    ):
+        ids = [p.parent_id for p in ranking if p.parent_id in passing]
+        if ids and weight > 0:
+            rankings.append(ids)
+            used.append(weight)
+    if len(rankings) == 1:
+        return [ParentHit(p, score[p], best[p]) for p in rankings[0]]
+    fused = reciprocal_rank_fusion(rankings, used, c)
+    return [ParentHit(p, score[p], best[p], fused=f) for p, f in fused]

@@ -3,13 +3,15 @@
 What it fixes in LangChain's ``ParentDocumentRetriever``: k counts parents, not children;
 every parent carries the similarity of its best child and which child matched; a
 ``min_similarity`` gate; per-call Chroma filters; deterministic child ids, so re-adding a
-card replaces its rows.
+card replaces its rows. Optionally it fuses, at the parent level, the dense ranking with a
+BM25 ranking of the same children and with whole-card rows (reciprocal rank fusion).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from langchain_chroma import Chroma
@@ -23,10 +25,12 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import Field, model_validator
 
 from ingest import metadata as md
+from ingest.lexical import BM25Index
+from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import delete_documents, upsert_documents
-from retrievers.fusion import ChildHit, ParentHit, best_per_parent
-from retrievers.scoring import collection_space, distance_to_similarity, gate
+from ingest.store import Index, delete_documents, upsert_documents
+from retrievers.fusion import ChildHit, FusionWeights, ParentHit, best_per_parent, rank_parents
+from retrievers.scoring import collection_space, distance_to_similarity
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +71,44 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
     allow_restricted: bool = False
     """Return cards whose ``sensitivity`` is ``restricted`` (excluded in the query by default)."""
+    bm25: BM25Index | None = None
+    """BM25 over the same children; when set, its parent ranking is fused with the dense one."""
+    dense_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the dense best-child ranking."""
+    card_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the whole-card rows' ranking (used only where the index has card rows)."""
+    bm25_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
+    rrf_c: int = Field(default=60, ge=1)
+    """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
+
+    @classmethod
+    def from_index(
+        cls, index: Index, settings: Settings, **overrides: Any
+    ) -> ScoredParentDocumentRetriever:
+        """The retriever over an opened index, configured from settings.
+
+        BM25 is used when ``settings.hybrid`` is on and the index has one; card rows are used
+        when ``settings.card_vector`` is on (otherwise filtered out of the query).
+        """
+        values: dict[str, Any] = {
+            "vectorstore": index.vectorstore,
+            "docstore": index.docstore,
+            "child_splitter": CardSplitter(
+                settings.chunk_size, settings.chunk_overlap, card_row=settings.card_vector
+            ),
+            "k": settings.k,
+            "fetch_multiplier": settings.fetch_multiplier,
+            "max_fetch": settings.max_fetch,
+            "min_similarity": settings.min_similarity,
+            "bm25": index.bm25 if settings.hybrid else None,
+            "filter": None if settings.card_vector else {md.CHUNK_INDEX: {"$gte": 0}},
+            "dense_weight": settings.dense_weight,
+            "card_weight": settings.card_weight,
+            "bm25_weight": settings.bm25_weight,
+            "rrf_c": settings.rrf_c,
+        }
+        return cls(**{**values, **overrides})
 
     @model_validator(mode="after")
     def _check_fetch(self) -> ScoredParentDocumentRetriever:
@@ -89,10 +131,15 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields."""
         want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
         vector = self._embeddings.embed_query(query)
+        lexical_hits = self._lexical(query)
         fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
         while True:
             hits = self._search(vector, fetch, where)
-            ranked = gate(best_per_parent(hits), floor)
+            lexical = best_per_parent(lexical_hits[:fetch])
+            extra = self._resolve(vector, hits, lexical, where, fetch)
+            ranked = rank_parents(
+                [*hits, *extra], lexical, min_similarity=floor, weights=self._weights, c=self.rrf_c
+            )
             parents = self.docstore.mget([p.parent_id for p in ranked])
             docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), want, floor)
@@ -109,19 +156,51 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         k: int | None = None,
         min_similarity: float | None = None,
     ) -> list[Document]:
-        """Async twin of :meth:`_get_relevant_documents` (same pure steps, awaited I/O)."""
-        want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
-        vector = await self._embeddings.aembed_query(query)
-        fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
-        while True:
-            hits = await run_in_executor(None, self._search, vector, fetch, where)
-            ranked = gate(best_per_parent(hits), floor)
-            parents = await self.docstore.amget([p.parent_id for p in ranked])
-            docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
-            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), want, floor)
-            if fetch_more is None:
-                return finish(docs, missing)
-            fetch = fetch_more
+        """Run the sync body in an executor.
+
+        Chroma's local client and the file store block anyway, and one body means the sync and
+        async paths cannot drift apart.
+        """
+        body = partial(
+            self._get_relevant_documents,
+            query,
+            run_manager=run_manager.get_sync(),
+            filter=filter,
+            k=k,
+            min_similarity=min_similarity,
+        )
+        return await run_in_executor(None, body)
+
+    @property
+    def _weights(self) -> FusionWeights:
+        return FusionWeights(dense=self.dense_weight, card=self.card_weight, bm25=self.bm25_weight)
+
+    def _lexical(self, query: str) -> list[ChildHit]:
+        """BM25 hits over the whole window the search may grow to (empty without BM25)."""
+        if self.bm25 is None or self.bm25_weight == 0:
+            return []
+        hits = self.bm25.search(query, self.max_fetch, allow_restricted=self.allow_restricted)
+        return [ChildHit(c, p, s) for c, p, s in hits]
+
+    def _resolve(
+        self,
+        vector: list[float],
+        hits: Sequence[ChildHit],
+        lexical: Sequence[ParentHit],
+        where: Where | None,
+        fetch: int,
+    ) -> list[ChildHit]:
+        """Dense hits for parents BM25 found but the dense window did not: one filtered query.
+
+        The query carries the same ``where`` (so filters and the restricted exclusion apply to
+        BM25 candidates too) and gives their dense similarity for the gate.
+        """
+        seen = {h.parent_id for h in hits}
+        unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
+        if not unknown:
+            return []
+        only = merge_filters(where, {self.id_key: {"$in": unknown}})
+        return self._search(vector, min(self.max_fetch, max(fetch, 4 * len(unknown))), only)
 
     def _floor(self, per_call: float | None) -> float | None:
         return self.min_similarity if per_call is None else per_call
@@ -181,6 +260,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         upsert_documents(
             self.vectorstore, self.docstore, self.child_splitter, with_ids(documents, ids)
         )
+        self._refresh_bm25()
 
     async def aadd_documents(
         self,
@@ -195,6 +275,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     def delete(self, ids: Sequence[str]) -> None:
         """Remove cards: their children and their parent records."""
         delete_documents(self.vectorstore, self.docstore, ids)
+        self._refresh_bm25()
+
+    def _refresh_bm25(self) -> None:
+        """Rebuild BM25 from the collection after a write (bm25s indexes are static)."""
+        if self.bm25 is not None:
+            self.bm25 = BM25Index.from_vectorstore(self.vectorstore)
 
 
 # -- pure helpers shared by the sync and async paths ------------------------------------------
@@ -267,6 +353,7 @@ def parent_document(hit: ParentHit, parent: Document) -> Document:
             md.MATCHED_CHILD_TEXT: child.text,
             md.MATCHED_START_INDEX: child.metadata.get(md.START_INDEX),
             md.MATCHED_END_INDEX: child.metadata.get(md.END_INDEX),
+            **({md.FUSED_SCORE: hit.fused} if hit.fused is not None else {}),
         },
     )
 

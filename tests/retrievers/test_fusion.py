@@ -1,6 +1,14 @@
 from __future__ import annotations
 
-from retrievers.fusion import ChildHit, best_per_parent
+import pytest
+
+from retrievers.fusion import (
+    ChildHit,
+    FusionWeights,
+    best_per_parent,
+    rank_parents,
+    reciprocal_rank_fusion,
+)
 
 
 def test_best_per_parent_keeps_each_parents_best_child() -> None:
@@ -38,3 +46,53 @@ def test_best_per_parent_breaks_ties_by_parent_then_child_id() -> None:
 
 def test_best_per_parent_of_nothing_is_empty() -> None:
     assert best_per_parent([]) == []
+
+
+def test_reciprocal_rank_fusion_by_hand() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], weights=[1.0, 0.5], c=60)
+    assert [d for d, _ in fused] == ["a", "c", "b"]
+    assert dict(fused) == pytest.approx(
+        {"a": 1 / 61 + 0.5 / 62, "c": 1 / 63 + 0.5 / 61, "b": 1 / 62}
+    )
+
+
+def test_reciprocal_rank_fusion_rejects_mismatched_weights() -> None:
+    with pytest.raises(ValueError, match="got 2 rankings but 1 weights"):
+        reciprocal_rank_fusion([["a"], ["b"]], weights=[1.0])
+
+
+def _hit(child: str, score: float, chunk_index: int = 0) -> ChildHit:
+    return ChildHit(child, child.split("::")[0], score, metadata={"chunk_index": chunk_index})
+
+
+def test_rank_parents_with_one_ranking_is_best_per_parent() -> None:
+    hits = [_hit("a::00", 0.5), _hit("b::01", 0.7), _hit("a::02", 0.9)]
+    ranked = rank_parents(hits)
+    assert [(p.parent_id, p.score, p.best.child_id, p.fused) for p in ranked] == [
+        ("a", 0.9, "a::02", None),
+        ("b", 0.7, "b::01", None),
+    ]
+
+
+def test_rank_parents_fuses_dense_card_and_bm25_and_gates_on_dense() -> None:
+    hits = [
+        _hit("a::00", 0.60),
+        _hit("b::00", 0.55),
+        _hit("c::00", 0.20),  # below the gate: BM25 cannot rescue it
+        _hit("b::card", 0.70, chunk_index=-1),
+    ]
+    lexical = best_per_parent([ChildHit("c::00", "c", 9.0), ChildHit("b::00", "b", 5.0)])
+    ranked = rank_parents(hits, lexical, min_similarity=0.3, weights=FusionWeights(1, 1, 1), c=60)
+    assert [p.parent_id for p in ranked] == ["b", "a"]
+    b = ranked[0]
+    assert b.score == 0.70  # the card row's similarity is b's best dense score
+    assert b.best.child_id == "b::00"  # but the matched passage is a real child
+    assert b.fused == pytest.approx(1 / 62 + 1 / 61 + 1 / 61)
+    assert ranked[1].fused == pytest.approx(1 / 61)
+
+
+def test_rank_parents_zero_weight_leaves_a_ranking_out() -> None:
+    hits = [_hit("a::00", 0.6), _hit("b::00", 0.5)]
+    lexical = best_per_parent([ChildHit("b::00", "b", 3.0)])
+    ranked = rank_parents(hits, lexical, weights=FusionWeights(bm25=0.0))
+    assert [(p.parent_id, p.fused) for p in ranked] == [("a", None), ("b", None)]

@@ -15,6 +15,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.stores import InMemoryStore
 
+from ingest.lexical import BM25Index
+from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import open_index, open_vectorstore
 from retrievers.fusion import ChildHit
@@ -298,3 +300,89 @@ def test_ours_returns_k_scored_parents_where_vanilla_returns_fewer_and_no_scores
     scores = [d.metadata["score"] for d in mine]
     assert scores == sorted(scores, reverse=True)
     assert mine[0].id == "card-insulin-storage"
+
+
+# -- hybrid: BM25 beside dense, and card rows ---------------------------------------------------
+
+
+@pytest.fixture
+def hybrid(tmp_path: Path) -> ScoredParentDocumentRetriever:
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(chunk_size=200, chunk_overlap=0),
+        k=2,
+        fetch_multiplier=1,
+        bm25=BM25Index.build([], [], []),
+    )
+    retriever.add_documents(
+        [
+            card("card-a", "allergy allergy allergy season", topics=["food"]),
+            card("card-b", "allergy pollen", topics=["food"]),
+            card("card-c", "allergy dust mites", topics=["misc"]),
+            card("card-x", "zyrtec tablets once daily in the evening with water", topics=["misc"]),
+            card("card-s", "zyrtec zyrtec staff code", sensitivity="restricted", topics=["misc"]),
+        ]
+    )
+    return retriever
+
+
+def test_bm25_brings_in_a_card_the_dense_window_missed(
+    hybrid: ScoredParentDocumentRetriever,
+) -> None:
+    assert hybrid.bm25 is not None and len(hybrid.bm25.child_ids) == 5  # rebuilt on add_documents
+    docs = hybrid.invoke("zyrtec allergy")
+    assert [d.id for d in docs] == ["card-a", "card-x"]
+    # the score stays the dense similarity; the fused score ordered them
+    assert [round(d.metadata["score"], 3) for d in docs] == [0.671, 0.236]
+    assert docs[0].metadata["fused_score"] == pytest.approx(1 / 61 + 1 / 61)
+    assert docs[1].metadata["fused_score"] == pytest.approx(1 / 63 + 1 / 62)
+    hybrid.bm25_weight = 0.0
+    assert [d.id for d in hybrid.invoke("zyrtec allergy")] == ["card-a", "card-b"]
+
+
+def test_bm25_candidates_obey_filters_gate_and_restriction(
+    hybrid: ScoredParentDocumentRetriever,
+) -> None:
+    assert "card-s" not in [d.id for d in hybrid.invoke("zyrtec staff code", k=5)]
+    food = hybrid.invoke("zyrtec allergy", filter={"topics": {"$contains": "food"}})
+    assert [d.id for d in food] == ["card-a", "card-b"]
+    assert [d.id for d in hybrid.invoke("zyrtec allergy", min_similarity=0.3)] == [
+        "card-a",
+        "card-b",
+    ]
+
+
+def test_card_rows_rank_but_never_show_as_the_matched_passage(tmp_path: Path) -> None:
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(chunk_size=20, chunk_overlap=0, card_row=True),
+        k=1,
+    )
+    retriever.add_documents([card("card-m", "metformin tablets\n\nwith a meal", title="Metformin")])
+    assert sorted(retriever.vectorstore.get()["ids"]) == [
+        "card-m::00",
+        "card-m::01",
+        "card-m::card",
+    ]
+    doc = retriever.invoke("metformin with a meal")[0]
+    # the card row (title + body) scores 0.884, above the best child ("with a meal", 0.866)
+    assert round(doc.metadata["score"], 3) == 0.884
+    assert doc.metadata["matched_child_id"] == "card-m::01"
+
+
+def test_from_index_follows_the_settings(
+    shipped_index_dir: Path, real_embeddings: Embeddings
+) -> None:
+    index = open_index(shipped_index_dir, real_embeddings)
+    assert index.bm25 is not None
+    plain = ScoredParentDocumentRetriever.from_index(index, Settings())
+    hybrid = ScoredParentDocumentRetriever.from_index(
+        index, Settings(hybrid=True, bm25_weight=0.5, k=3)
+    )
+    assert (plain.bm25, plain.filter, plain.k) == (None, {"chunk_index": {"$gte": 0}}, 4)
+    assert (hybrid.bm25 is index.bm25, hybrid.bm25_weight, hybrid.k) == (True, 0.5, 3)
+    docs = hybrid.invoke("Can I take alendronate with mineral water?")
+    assert docs[0].id == "card-alendronate-weekly"
+    assert len(docs) == 3

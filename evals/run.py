@@ -1,0 +1,251 @@
+"""``make eval``: retrieval side by side, app-level checks, red team, report, and the CI gate.
+
+``python -m evals.run`` runs the golden set on the shipped cards (and the red team) and exits
+non-zero on a regression. ``python -m evals.run --dataset FOLDER --level article`` runs the
+same retrieval comparison on a BEIR-like folder (no gate). Both update
+``evals/report.json`` and ``evals/report.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from tqdm.auto import tqdm
+
+from app.context import Context
+from app.extractive import ExtractiveAnswerer
+from app.graph import answer
+from evals.cases import (
+    GOLDEN,
+    REDTEAM,
+    REDTEAM_CARDS,
+    Expectation,
+    citation_precision,
+    load_golden_cases,
+    load_redteam_cases,
+    redteam_failures,
+)
+from evals.datasets import Dataset, load_beir, load_golden
+from evals.metrics import evaluate
+from evals.report import machine, update_report
+from evals.systems import SystemRun, build, describe, run_systems
+from ingest.cards import load_cards
+from ingest.embeddings import load_embeddings
+from ingest.settings import Settings
+from ingest.splitter import CardSplitter
+
+EVALS_DIR = Path(__file__).resolve().parent
+THRESHOLDS = EVALS_DIR / "thresholds.toml"
+
+
+def compare(
+    dataset: Dataset, embeddings: Embeddings, settings: Settings, workdir: Path
+) -> dict[str, Any]:
+    """Retrieval metrics of every system on one dataset, plus per-kind figures for ours."""
+    splitter = CardSplitter(settings.chunk_size, settings.chunk_overlap)
+    started = time.perf_counter()
+    runs = run_systems(dataset.cards, dataset.queries, embeddings, settings, workdir)
+    systems = {r.name: {**evaluate(dataset.qrels, r.run), **_extra(r)} for r in runs}
+    ours = next(r for r in runs if r.name == "ours")
+    by_kind: dict[str, dict[str, float]] = {}
+    for kind in sorted(set(dataset.kinds.values()) - {""}):
+        qrels = {q: rel for q, rel in dataset.qrels.items() if dataset.kinds.get(q) == kind}
+        by_kind[kind] = {"queries": len(qrels), **evaluate(qrels, ours.run)}
+    return {
+        "license": dataset.license,
+        "cards": len(dataset.cards),
+        "children": len(splitter.split_documents(dataset.cards)),
+        "queries": len(dataset.queries),
+        "seconds": round(time.perf_counter() - started, 1),
+        "ours": describe(settings),
+        "systems": systems,
+        "by_kind": by_kind,
+    }
+
+
+def _extra(run: SystemRun) -> dict[str, float]:
+    return {"parents@5": round(run.parents_per_query, 3), "ms/query": round(run.ms_per_query, 2)}
+
+
+def app_checks(embeddings: Embeddings, settings: Settings, workdir: Path) -> dict[str, Any]:
+    """Answer every golden case through the graph (offline answerer, real gate)."""
+    cards = load_cards(settings.cards_dir)
+    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
+    ctx = Context(
+        retriever=retriever,
+        k=settings.k,
+        min_similarity=settings.min_similarity,
+        answerer=ExtractiveAnswerer(embeddings),
+    )
+    precisions: list[float] = []
+    refused = uncited = 0
+    times: list[float] = []
+    cases = load_golden_cases(GOLDEN)
+    for case in tqdm(cases, desc="golden answers", unit="q", leave=False):
+        started = time.perf_counter()
+        reply = answer(case.query, ctx)
+        times.append(time.perf_counter() - started)
+        refused += reply.refused
+        uncited += reply.uncited
+        p = citation_precision([c.id for c in reply.citations], case.must_cite_one_of)
+        if p is not None:
+            precisions.append(p)
+    return {
+        "golden_cases": len(cases),
+        "citation_precision": round(statistics.mean(precisions), 4) if precisions else 0.0,
+        "false_refusal_rate": round(refused / len(cases), 4),
+        "uncited_rate": round(uncited / len(cases), 4),
+        "ms/answer": round(1000 * statistics.median(times), 1),
+    }
+
+
+def redteam(embeddings: Embeddings, settings: Settings, workdir: Path) -> dict[str, Any]:
+    """Run every red-team case on the shipped cards plus the red-team cards."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    cards = load_cards(settings.cards_dir) + load_cards(REDTEAM_CARDS)
+    restricted = [c.id for c in cards if c.sensitivity == "restricted"]
+    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
+    base = Context(
+        retriever=retriever,
+        k=settings.k,
+        min_similarity=settings.min_similarity,
+        answerer=ExtractiveAnswerer(embeddings),
+    )
+    results = []
+    off_topic = refused_off_topic = 0
+    for case in load_redteam_cases(REDTEAM):
+        runs: list[tuple[str, Context, Expectation]] = [("offline", base, case.expect)]
+        if case.scripted_reply is not None and case.expect_scripted is not None:
+            reply_json = case.scripted_reply.model_dump_json()
+            model = GenericFakeChatModel(messages=iter([AIMessage(content=reply_json)]))
+            scripted = replace(base, chat_model=model)
+            runs.append(("scripted", scripted, case.expect_scripted))
+        for mode, ctx, expect in runs:
+            reply = answer(case.query, ctx)
+            failures = redteam_failures(expect, reply, restricted)
+            results.append(
+                {
+                    "case_id": case.case_id,
+                    "kind": case.kind,
+                    "mode": mode,
+                    "passed": not failures,
+                    "failures": failures,
+                }
+            )
+            if case.kind == "off_topic" and mode == "offline":
+                off_topic += 1
+                refused_off_topic += reply.refused
+    return {
+        "cases": len(results),
+        "passed": sum(r["passed"] for r in results),
+        "off_topic_refusal_rate": round(refused_off_topic / off_topic, 4) if off_topic else None,
+        "results": results,
+    }
+
+
+def gate(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
+    """Every reason ``make eval`` must fail (empty: it passes)."""
+    problems = []
+    golden = report["systems"]
+    for metric in ("recall@5", "mrr@10"):
+        if golden["ours"][metric] < golden["card-atomic"][metric]:
+            problems.append(
+                f"ours {metric} {golden['ours'][metric]:.3f} "
+                f"< card-atomic {golden['card-atomic'][metric]:.3f}"
+            )
+    for metric, floor in thresholds.get("golden", {}).items():
+        if golden["ours"][metric] < floor:
+            problems.append(f"ours {metric} {golden['ours'][metric]:.3f} below the floor {floor}")
+    for metric, floor in thresholds.get("app", {}).items():
+        name, _, bound = metric.rpartition("_")
+        value = report["app"][name]
+        if (bound == "min" and value < floor) or (bound == "max" and value > floor):
+            problems.append(f"{name} {value} outside the {bound} {floor}")
+    problems += [
+        f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
+        for r in report["redteam"]["results"]
+        if not r["passed"]
+    ]
+    return problems
+
+
+def print_table(name: str, entry: dict[str, Any]) -> None:
+    """The system x metric table on stdout."""
+    metrics = ["recall@1", "recall@5", "mrr@10", "ndcg@10", "parents@5", "ms/query"]
+    print(f"\nours = {entry['ours']}")
+    print(
+        f"{name}: {entry['cards']} cards, {entry['children']} children, "
+        f"{entry['queries']} questions ({entry['license']})"
+    )
+    print(f"{'system':<13}" + "".join(f"{m:>11}" for m in metrics))
+    for system, values in entry["systems"].items():
+        print(f"{system:<13}" + "".join(f"{values[m]:>11.3f}" for m in metrics))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the evaluation; exit 1 when the gate fails."""
+    parser = argparse.ArgumentParser(prog="python -m evals.run", description=__doc__)
+    parser.add_argument(
+        "--dataset", type=Path, default=None, help="a BEIR-like folder (../shared/datasets/...)"
+    )
+    parser.add_argument("--level", choices=["paragraph", "article"], default="paragraph")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    embeddings = load_embeddings(settings.embedding_model, settings.threads)
+    header = {
+        "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "embedding_model": settings.embedding_model,
+        "threads": settings.threads,
+        "chunk_size": settings.chunk_size,
+        "chunk_overlap": settings.chunk_overlap,
+        "k": settings.k,
+    }
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cardrag-eval-") as tmp:
+        work = Path(tmp)
+        if args.dataset is not None:
+            dataset = load_beir(args.dataset, args.level)
+            entry = {**header, **compare(dataset, embeddings, settings, work / "dataset")}
+            update_report(EVALS_DIR, dataset.name, entry)
+            print_table(dataset.name, entry)
+            return 0
+        dataset = load_golden(GOLDEN, settings.cards_dir)
+        entry = {**header, **compare(dataset, embeddings, settings, work / "golden")}
+        entry["app"] = app_checks(embeddings, settings, work / "app")
+        entry["redteam"] = redteam(embeddings, settings, work / "redteam")
+        entry["eval_seconds"] = round(time.perf_counter() - started, 1)
+    update_report(EVALS_DIR, "golden", entry)
+    print_table("golden", entry)
+    print(f"\napp: {entry['app']}")
+    rt = entry["redteam"]
+    print(
+        f"red team: {rt['passed']}/{rt['cases']} passed, "
+        f"off-topic refusal rate {rt['off_topic_refusal_rate']}"
+    )
+    thresholds = (
+        tomllib.loads(THRESHOLDS.read_text(encoding="utf-8")) if THRESHOLDS.exists() else {}
+    )
+    problems = gate(entry, thresholds)
+    for problem in problems:
+        print(f"GATE FAILED: {problem}", file=sys.stderr)
+    print("gate: " + ("FAILED" if problems else "passed") + f" ({entry['eval_seconds']} s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    raise SystemExit(main())

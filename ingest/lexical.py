@@ -1,0 +1,130 @@
+"""BM25 over the same children as the vector store (bm25s), persisted beside Chroma.
+
+Why bm25s rather than LangChain's ``BM25Retriever``: bm25s scores with sparse matrices in
+numpy and saves its index to plain files; ``BM25Retriever`` wraps ``rank_bm25``, which scores
+every document in Python on each query and is pickled rather than saved.
+
+Tokens are lower-cased words of two or more characters; stop words of our users' languages
+(English, Portuguese, Spanish, Italian) are dropped; there is no stemming.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+CHILD_IDS = "child_ids.json"
+
+
+def _stopwords() -> list[str]:
+    from bm25s import stopwords as sw
+
+    words = set(sw.STOPWORDS_EN) | set(sw.STOPWORDS_PORTUGUESE)
+    return sorted(words | set(sw.STOPWORDS_SPANISH) | set(sw.STOPWORDS_ITALIAN))
+
+
+@dataclass
+class BM25Index:
+    """A BM25 index of child chunks; ``search`` returns ``(child_id, parent_id, score)``.
+
+    Example:
+        >>> index = BM25Index.build(["a::00"], ["a"], ["Keep insulin in the fridge."])
+        >>> [(child, parent) for child, parent, _ in index.search("insulin fridge", 5)]
+        [('a::00', 'a')]
+    """
+
+    child_ids: list[str]
+    """Child id of every indexed row, in index order."""
+    parent_ids: list[str]
+    """Parent id of every indexed row."""
+    model: Any
+    """The ``bm25s.BM25`` index (None when there are no rows)."""
+    restricted: list[bool] = field(default_factory=list)
+    """Whether each row belongs to a restricted card (skipped unless allowed)."""
+
+    @classmethod
+    def build(
+        cls,
+        child_ids: Sequence[str],
+        parent_ids: Sequence[str],
+        texts: Sequence[str],
+        restricted: Sequence[bool] | None = None,
+    ) -> BM25Index:
+        """Index child texts (``restricted`` flags rows of restricted cards)."""
+        import bm25s
+
+        model = None
+        if texts:
+            model = bm25s.BM25()
+            tokens = bm25s.tokenize(list(texts), stopwords=_stopwords(), show_progress=False)
+            model.index(tokens, show_progress=False)
+        flags = list(restricted) if restricted is not None else [False] * len(child_ids)
+        return cls(list(child_ids), list(parent_ids), model, flags)
+
+    def search(
+        self, query: str, n: int, *, allow_restricted: bool = False
+    ) -> list[tuple[str, str, float]]:
+        """The ``n`` best-scoring children (score > 0), best first; restricted rows skipped."""
+        import bm25s
+
+        if self.model is None or n <= 0:
+            return []
+        tokens = bm25s.tokenize([query], stopwords=_stopwords(), show_progress=False)
+        if not tokens.vocab:
+            return []
+        mask = None
+        if not allow_restricted and any(self.restricted):
+            import numpy as np
+
+            mask = np.array([not r for r in self.restricted], dtype=np.float32)
+        docs, scores = self.model.retrieve(
+            tokens,
+            k=min(n, len(self.child_ids)),
+            show_progress=False,
+            n_threads=1,
+            weight_mask=mask,
+        )
+        return [
+            (self.child_ids[i], self.parent_ids[i], float(s))
+            for i, s in zip(docs[0], scores[0], strict=True)
+            if s > 0
+        ]
+
+    def save(self, folder: Path) -> None:
+        """Write the index files and the row ids into ``folder``."""
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.model is not None:
+            self.model.save(str(folder), show_progress=False)
+        rows = {
+            "child_ids": self.child_ids,
+            "parent_ids": self.parent_ids,
+            "restricted": self.restricted,
+        }
+        (folder / CHILD_IDS).write_text(json.dumps(rows), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> BM25Index:
+        """Read an index written by :meth:`save`."""
+        import bm25s
+
+        rows = json.loads((folder / CHILD_IDS).read_text(encoding="utf-8"))
+        model = bm25s.BM25.load(str(folder), show_progress=False) if rows["child_ids"] else None
+        restricted = rows.get("restricted") or [False] * len(rows["child_ids"])
+        return cls(rows["child_ids"], rows["parent_ids"], model, restricted)
+
+    @classmethod
+    def from_vectorstore(cls, vectorstore: Any) -> BM25Index:
+        """Rebuild from the child rows of a Chroma collection (card rows are left out)."""
+        rows = vectorstore.get(
+            where={"chunk_index": {"$gte": 0}}, include=["documents", "metadatas"]
+        )
+        metas = [m or {} for m in rows["metadatas"]]
+        parents = [str(m.get("parent_id", "")) for m in metas]
+        restricted = [m.get("sensitivity") == "restricted" for m in metas]
+        return cls.build(rows["ids"], parents, rows["documents"], restricted)
