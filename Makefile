@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test ingest ingest-clean lint eval
+.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,15 @@ ingest: .venv ## build the store from data/cards (CARDS=path for another folder)
 
 ingest-clean: ## delete the store (every index); `make ingest` rebuilds it
 	rm -rf .cardrag
+
+eval: .venv ## golden + red team on the shipped cards, report, gate (DATASET=folder LEVEL=paragraph|article for a shared set)
+	$(PY) -m evals.run $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
+
+eval-shared: .venv ## the retrieval comparison on every ../shared dataset present (both levels where there are parents)
+	@for d in ../shared/datasets/*/; do \
+		[ -f $$d/corpus.jsonl ] && $(PY) -m evals.run --dataset $$d --level paragraph; \
+		[ -f $$d/parents.jsonl ] && $(PY) -m evals.run --dataset $$d --level article; \
+	done; true
 
 lint: .venv ## ruff and mypy
 	$(VENV)/bin/ruff check .

@@ -17,7 +17,7 @@ from app.reply import Reply
 from ingest import __main__ as ingest_main
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
-from ingest.store import StoreMissingError, open_index
+from ingest.store import ModelMismatchError, StoreMissingError, open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
@@ -25,17 +25,9 @@ DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
 
 def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
     """The retriever over the current index, configured from settings."""
-    index = open_index(
-        settings.store_dir, load_embeddings(settings.embedding_model, settings.threads)
-    )
-    return ScoredParentDocumentRetriever(
-        vectorstore=index.vectorstore,
-        docstore=index.docstore,
-        k=settings.k,
-        fetch_multiplier=settings.fetch_multiplier,
-        max_fetch=settings.max_fetch,
-        min_similarity=settings.min_similarity,
-    )
+    embeddings = load_embeddings(settings.embedding_model, settings.threads)
+    index = open_index(settings.store_dir, embeddings, settings.embedding_model)
+    return ScoredParentDocumentRetriever.from_index(index, settings)
 
 
 def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:
@@ -113,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             if code:
                 return code
         return cmd_ask(settings, DEMO_QUESTION, None, as_json=False)
-    except (StoreMissingError, QuestionError) as exc:
+    except (StoreMissingError, ModelMismatchError, QuestionError) as exc:
         print(f"cardrag: {exc}", file=sys.stderr)
         return 2
 

@@ -46,12 +46,12 @@ class Context:
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
         """Open the current index and build the offline defaults from ``settings``."""
         embeddings = load_embeddings(settings.embedding_model, settings.threads)
-        index = open_index(settings.store_dir, embeddings)
+        index = open_index(settings.store_dir, embeddings, settings.embedding_model)
         retriever = ScoredParentDocumentRetriever.from_index(index, settings, min_similarity=None)
         values: dict[str, Any] = {
             "retriever": retriever,
             "k": settings.k,
-            "min_similarity": settings.min_similarity,
+            "min_similarity": settings.gate,
             "chat_model": settings.chat_model,
             "prompt_budget": settings.prompt_budget,
             "answerer": ExtractiveAnswerer(embeddings),

@@ -24,6 +24,9 @@ from ingest.cards import load_cards
 
 Level = Literal["paragraph", "article"]
 
+LANGUAGES = {"xquad-es": "es"}
+"""Language of each shared dataset's cards (English when not listed)."""
+
 LICENSES = {
     "xquad-en": "CC BY-SA 4.0",
     "xquad-es": "CC BY-SA 4.0",
@@ -48,6 +51,8 @@ class Dataset:
     """Question id -> {card id: relevance}."""
     kinds: dict[str, str]
     """Question id -> kind (``narrow``, ``broad``, ...) where known."""
+    language: str = "en"
+    """Language of the cards (BM25 stop words)."""
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -113,6 +118,7 @@ def load_beir(folder: Path | str, level: Level = "paragraph") -> Dataset:
         queries=queries,
         qrels=qrels,
         kinds={},
+        language=LANGUAGES.get(root.name, "en"),
     )
 
 

@@ -53,7 +53,8 @@ def compare(
     dataset: Dataset, embeddings: Embeddings, settings: Settings, workdir: Path
 ) -> dict[str, Any]:
     """Retrieval metrics of every system on one dataset, plus per-kind figures for ours."""
-    splitter = CardSplitter(settings.chunk_size, settings.chunk_overlap)
+    settings = settings.model_copy(update={"bm25_languages": [dataset.language]})
+    splitter = CardSplitter.from_settings(settings)
     started = time.perf_counter()
     runs = run_systems(dataset.cards, dataset.queries, embeddings, settings, workdir)
     systems = {r.name: {**evaluate(dataset.qrels, r.run), **_extra(r)} for r in runs}
@@ -85,7 +86,7 @@ def app_checks(embeddings: Embeddings, settings: Settings, workdir: Path) -> dic
     ctx = Context(
         retriever=retriever,
         k=settings.k,
-        min_similarity=settings.min_similarity,
+        min_similarity=settings.gate,
         answerer=ExtractiveAnswerer(embeddings),
     )
     precisions: list[float] = []
@@ -121,7 +122,7 @@ def redteam(embeddings: Embeddings, settings: Settings, workdir: Path) -> dict[s
     base = Context(
         retriever=retriever,
         k=settings.k,
-        min_similarity=settings.min_similarity,
+        min_similarity=settings.gate,
         answerer=ExtractiveAnswerer(embeddings),
     )
     results = []

