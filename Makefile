@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared
+.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ eval-shared: .venv ## the retrieval comparison on every ../shared dataset presen
 		[ -f $$d/corpus.jsonl ] && $(PY) -m evals.run --dataset $$d --level paragraph; \
 		[ -f $$d/parents.jsonl ] && $(PY) -m evals.run --dataset $$d --level article; \
 	done; true
+
+bench: .venv ## retrieval latency against the floor (embed + one Chroma query), same run; not run in CI
+	$(PY) -m evals.bench.latency
 
 lint: .venv ## ruff and mypy
 	$(VENV)/bin/ruff check .

@@ -37,20 +37,22 @@ class ExtractiveAnswerer:
     """The retriever's embedding model (normalised vectors: dot product = cosine)."""
     max_sentences: int = 2
     """Sentences quoted at most."""
-    relative_floor: float = 0.85
-    """A sentence after the best is kept only if it scores at least this share of the best."""
     _cache: dict[str, list[float]] = field(default_factory=dict, repr=False)
 
     def __call__(self, question: str, docs: Sequence[Document], budget: int) -> Draft:
-        """Pick, order and cite sentences from ``docs`` (best card first)."""
+        """Quote the top card's best sentence, plus other cards' sentences that beat it.
+
+        The retriever's ranking decides which card leads (it fuses more evidence than one
+        sentence's similarity); another card is quoted only when one of its sentences is closer
+        to the question than the lead card's best. The rule uses no threshold, so it behaves
+        the same on every model's similarity scale.
+        """
         candidates: list[tuple[int, int, str, str]] = []  # (card rank, position, card id, text)
         for rank, doc in enumerate(docs):
             text = doc.page_content
+            meta = doc.metadata
             lo, hi = window(
-                text,
-                doc.metadata.get(md.MATCHED_START_INDEX),
-                doc.metadata.get(md.MATCHED_END_INDEX),
-                budget,
+                text, meta.get(md.MATCHED_START_INDEX), meta.get(md.MATCHED_END_INDEX), budget
             )
             for pos, sentence in enumerate(split_sentences(text[lo:hi])):
                 candidates.append((rank, pos, str(doc.id), sentence))
@@ -59,10 +61,15 @@ class ExtractiveAnswerer:
         q = self.embeddings.embed_query(question)
         vectors = self._embed([c[3] for c in candidates])
         scores = [sum(a * b for a, b in zip(q, v, strict=True)) for v in vectors]
-        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
-        best = scores[order[0]]
-        chosen = [i for i in order[: self.max_sentences] if scores[i] >= best * self.relative_floor]
-        chosen.sort(key=lambda i: candidates[i][:2])  # back in card order, then text order
+        lead_rank = min(c[0] for c in candidates)
+        lead = max(
+            (i for i, c in enumerate(candidates) if c[0] == lead_rank), key=lambda i: scores[i]
+        )
+        better = sorted(
+            (i for i, c in enumerate(candidates) if c[0] != lead_rank and scores[i] > scores[lead]),
+            key=lambda i: -scores[i],
+        )
+        chosen = sorted([lead, *better][: self.max_sentences], key=lambda i: candidates[i][:2])
         parts: list[str] = []
         citations: list[str] = []
         for n, i in enumerate(chosen):

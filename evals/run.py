@@ -20,7 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_core.embeddings import Embeddings
+from langchain_core.stores import InMemoryByteStore
 from tqdm.auto import tqdm
 
 from app.context import Context
@@ -79,7 +81,9 @@ def _extra(run: SystemRun) -> dict[str, float]:
     return {"parents@5": round(run.parents_per_query, 3), "ms/query": round(run.ms_per_query, 2)}
 
 
-def app_checks(embeddings: Embeddings, settings: Settings, workdir: Path) -> dict[str, Any]:
+def app_checks(
+    embeddings: Embeddings, settings: Settings, workdir: Path, answerer: ExtractiveAnswerer
+) -> dict[str, Any]:
     """Answer every golden case through the graph (offline answerer, real gate)."""
     cards = load_cards(settings.cards_dir)
     retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
@@ -87,13 +91,13 @@ def app_checks(embeddings: Embeddings, settings: Settings, workdir: Path) -> dic
         retriever=retriever,
         k=settings.k,
         min_similarity=settings.gate,
-        answerer=ExtractiveAnswerer(embeddings),
+        answerer=answerer,
     )
     precisions: list[float] = []
     refused = uncited = 0
     times: list[float] = []
     cases = load_golden_cases(GOLDEN)
-    for case in tqdm(cases, desc="golden answers", unit="q", leave=False):
+    for case in tqdm(cases, desc="golden answers", unit="q", leave=False, disable=None):
         started = time.perf_counter()
         reply = answer(case.query, ctx)
         times.append(time.perf_counter() - started)
@@ -111,7 +115,9 @@ def app_checks(embeddings: Embeddings, settings: Settings, workdir: Path) -> dic
     }
 
 
-def redteam(embeddings: Embeddings, settings: Settings, workdir: Path) -> dict[str, Any]:
+def redteam(
+    embeddings: Embeddings, settings: Settings, workdir: Path, answerer: ExtractiveAnswerer
+) -> dict[str, Any]:
     """Run every red-team case on the shipped cards plus the red-team cards."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
@@ -123,7 +129,7 @@ def redteam(embeddings: Embeddings, settings: Settings, workdir: Path) -> dict[s
         retriever=retriever,
         k=settings.k,
         min_similarity=settings.gate,
-        answerer=ExtractiveAnswerer(embeddings),
+        answerer=answerer,
     )
     results = []
     off_topic = refused_off_topic = 0
@@ -205,7 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--level", choices=["paragraph", "article"], default="paragraph")
     args = parser.parse_args(argv)
     settings = Settings()
-    embeddings = load_embeddings(settings.embedding_model, settings.threads)
+    # each distinct text is embedded once per run, however many indexes it goes into
+    embeddings = CacheBackedEmbeddings.from_bytes_store(
+        load_embeddings(settings.embedding_model, settings.threads),
+        InMemoryByteStore(),
+        namespace=settings.embedding_model,
+        query_embedding_cache=True,
+        key_encoder="sha256",
+    )
     header = {
         "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
@@ -226,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         dataset = load_golden(GOLDEN, settings.cards_dir)
         entry = {**header, **compare(dataset, embeddings, settings, work / "golden")}
-        entry["app"] = app_checks(embeddings, settings, work / "app")
-        entry["redteam"] = redteam(embeddings, settings, work / "redteam")
+        answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for both runs
+        entry["app"] = app_checks(embeddings, settings, work / "app", answerer)
+        entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
     print_table("golden", entry)

@@ -87,7 +87,11 @@ def index(
         child_splitter=splitter,
     )
     for start in tqdm(
-        range(0, len(cards), 256), desc=f"indexing {path.name}", unit="batch", leave=False
+        range(0, len(cards), 256),
+        desc=f"indexing {path.name}",
+        unit="batch",
+        leave=False,
+        disable=None,
     ):
         retriever.add_documents(list(cards[start : start + 256]))
     return retriever
@@ -120,7 +124,7 @@ def _timed_run(
     run: dict[str, dict[str, float]] = {}
     counts: list[int] = []
     times: list[float] = []
-    for qid, text in tqdm(queries.items(), desc=name, unit="q", leave=False):
+    for qid, text in tqdm(queries.items(), desc=name, unit="q", leave=False, disable=None):
         started = time.perf_counter()
         docs = search(text)
         times.append(time.perf_counter() - started)
@@ -174,7 +178,9 @@ def run_systems(
         child_splitter=splitter,
         id_key=md.PARENT_ID,
     )
-    for text in tqdm(queries.values(), desc="embedding questions", unit="q", leave=False):
+    for text in tqdm(
+        queries.values(), desc="embedding questions", unit="q", leave=False, disable=None
+    ):
         cached.embed_query(text)
 
     def vanilla_search(k: int) -> Callable[[str], list[Document]]:

@@ -151,7 +151,9 @@ def upsert_documents(
     parent_ids = [str(doc.id) for doc in parents]
     stale = set(existing_child_ids(vectorstore, parent_ids)) - set(ids)
     batches = range(0, len(children), WRITE_BATCH)
-    for start in tqdm(batches, desc="embedding children", unit="batch", disable=not progress):
+    for start in tqdm(
+        batches, desc="embedding children", unit="batch", disable=None if progress else True
+    ):
         end = start + WRITE_BATCH
         vectorstore.add_documents(children[start:end], ids=ids[start:end])
     if stale:

@@ -21,7 +21,7 @@ from ingest.store import (
     serialize_parent,
     upsert_documents,
 )
-from tests.conftest import CARDS_DIR
+from tests.conftest import CARDS_DIR, REAL_MODEL
 
 CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")
 
@@ -105,7 +105,7 @@ def _write_cards(folder: Path, cards: list[Card]) -> None:
 def test_bad_card_leaves_the_previous_index_answering(
     tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
-    settings = Settings(store_dir=tmp_path / "store")
+    settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
     good = tmp_path / "good"
     _write_cards(good, shipped_cards[:3])
     first = ingest_folder(settings, good)
@@ -116,7 +116,7 @@ def test_bad_card_leaves_the_previous_index_answering(
     )
     with pytest.raises(CardError, match=r"zz-broken\.md: field 'license': missing"):
         ingest_folder(settings, bad)
-    again = open_index(settings.store_dir, real_embeddings)
+    again = open_index(settings.store_dir, real_embeddings, REAL_MODEL)
     assert again.path == first.path
     assert again.vectorstore._collection.count() == first.manifest["children"]
     assert [c.id for c in shipped_cards[:3]] == [

