@@ -35,6 +35,10 @@ from retrievers.scoring import collection_space, distance_to_similarity
 logger = logging.getLogger(__name__)
 
 Where = dict[str, Any]
+CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$gte": 0}}
+"""Real children only (card rows have ``chunk_index`` -1)."""
+CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
+"""Whole-card rows only."""
 
 
 class ScoredParentDocumentRetriever(ParentDocumentRetriever):
@@ -71,6 +75,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
     allow_restricted: bool = False
     """Return cards whose ``sensitivity`` is ``restricted`` (excluded in the query by default)."""
+    card_rows: bool = False
+    """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
     bm25: BM25Index | None = None
     """BM25 over the same children; when set, its parent ranking is fused with the dense one."""
     dense_weight: float = Field(default=1.0, ge=0)
@@ -100,7 +106,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             "max_fetch": settings.max_fetch,
             "min_similarity": settings.gate,
             "bm25": index.bm25 if settings.hybrid else None,
-            "filter": None if settings.card_vector else {md.CHUNK_INDEX: {"$gte": 0}},
+            "card_rows": settings.card_vector,
             "dense_weight": settings.dense_weight,
             "card_weight": settings.card_weight,
             "bm25_weight": settings.bm25_weight,
@@ -132,11 +138,21 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         lexical_hits = self._lexical(query)
         fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
         while True:
-            hits = self._search(vector, fetch, where)
+            # each ranking gets its own window of the same size: children, card rows, BM25
+            hits = self._search(vector, fetch, merge_filters(where, CHILD_ROWS))
+            cards = (
+                self._search(vector, fetch, merge_filters(where, CARD_ROWS))
+                if self.card_rows
+                else []
+            )
             lexical = best_per_parent(lexical_hits[:fetch])
-            extra = self._resolve(vector, hits, lexical, where, fetch)
+            extra = self._resolve(vector, [*hits, *cards], lexical, where, fetch)
             ranked = rank_parents(
-                [*hits, *extra], lexical, min_similarity=floor, weights=self._weights, c=self.rrf_c
+                [*hits, *cards, *extra],
+                lexical,
+                min_similarity=floor,
+                weights=self._weights,
+                c=self.rrf_c,
             )
             parents = self.docstore.mget([p.parent_id for p in ranked])
             docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
@@ -197,7 +213,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
         if not unknown:
             return []
-        only = merge_filters(where, {self.id_key: {"$in": unknown}})
+        rows = None if self.card_rows else CHILD_ROWS
+        only = merge_filters(where, {self.id_key: {"$in": unknown}}, rows)
         return self._search(vector, min(self.max_fetch, max(fetch, 4 * len(unknown))), only)
 
     def _floor(self, per_call: float | None) -> float | None:

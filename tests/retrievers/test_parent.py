@@ -359,6 +359,7 @@ def test_card_rows_rank_but_never_show_as_the_matched_passage(tmp_path: Path) ->
         docstore=InMemoryStore(),
         child_splitter=CardSplitter(chunk_size=20, chunk_overlap=0, card_row=True),
         k=1,
+        card_rows=True,
     )
     retriever.add_documents([card("card-m", "metformin tablets\n\nwith a meal", title="Metformin")])
     assert sorted(retriever.vectorstore.get()["ids"]) == [
@@ -384,10 +385,46 @@ def test_from_index_follows_the_settings(
     hybrid = ScoredParentDocumentRetriever.from_index(
         index, Settings(**common, hybrid=True, card_vector=True, bm25_weight=0.5, k=3)
     )
-    assert (plain.bm25, plain.filter, plain.k) == (None, {"chunk_index": {"$gte": 0}}, 4)
+    assert (plain.bm25, plain.card_rows, plain.k) == (None, False, 4)
     assert plain.min_similarity == 0.2  # the model's calibrated gate
     assert (hybrid.bm25 is index.bm25, hybrid.bm25_weight, hybrid.k) == (True, 0.5, 3)
-    assert hybrid.filter is None
+    assert hybrid.card_rows is True
     docs = hybrid.invoke("Can I take alendronate with mineral water?")
     assert docs[0].id == "card-alendronate-weekly"
     assert len(docs) == 3
+
+
+def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
+    """A card row outside the children's window still enters the card ranking."""
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(chunk_size=30, chunk_overlap=0, card_row=True),
+        k=1,
+        fetch_multiplier=2,
+        card_rows=True,
+    )
+    # children and card rows are two queries, each with the whole window (2 rows): in one mixed
+    # query of 2 rows a card row could push a child out, and a parent missing from a list
+    # loses that list's share of its fused score
+    retriever.add_documents(
+        [
+            card("card-a", "pills stomach\n\npills stomach\n\nunrelated filler words here"),
+            card("card-b", "pills stomach morning"),
+        ]
+    )
+    hits: list[list[str]] = []
+    original = ScoredParentDocumentRetriever._search
+
+    def spy(
+        self: ScoredParentDocumentRetriever, vector: list[float], fetch: int, where: Any
+    ) -> Any:
+        found = original(self, vector, fetch, where)
+        hits.append([h.child_id for h in found])
+        return found
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ScoredParentDocumentRetriever, "_search", spy)
+        retriever.invoke("pills stomach morning")
+    assert hits[0] == ["card-b::00", "card-a::00"]  # children window
+    assert hits[1] == ["card-b::card", "card-a::card"]  # card rows, their own window
