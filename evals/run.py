@@ -42,7 +42,7 @@ from evals.datasets import Dataset, load_beir, load_golden
 from evals.metrics import evaluate
 from evals.report import machine, update_report
 from evals.systems import SystemRun, build, describe, run_systems
-from ingest.cards import load_cards
+from ingest.cards import Card, load_cards
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
@@ -81,18 +81,25 @@ def _extra(run: SystemRun) -> dict[str, float]:
     return {"parents@5": round(run.parents_per_query, 3), "ms/query": round(run.ms_per_query, 2)}
 
 
+def offline_context(
+    cards: list[Card],
+    embeddings: Embeddings,
+    settings: Settings,
+    workdir: Path,
+    answerer: ExtractiveAnswerer,
+) -> Context:
+    """Index ``cards`` as the settings say; a graph context with the offline answerer."""
+    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
+    return Context(
+        retriever=retriever, k=settings.k, min_similarity=settings.gate, answerer=answerer
+    )
+
+
 def app_checks(
     embeddings: Embeddings, settings: Settings, workdir: Path, answerer: ExtractiveAnswerer
 ) -> dict[str, Any]:
     """Answer every golden case through the graph (offline answerer, real gate)."""
-    cards = load_cards(settings.cards_dir)
-    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
-    ctx = Context(
-        retriever=retriever,
-        k=settings.k,
-        min_similarity=settings.gate,
-        answerer=answerer,
-    )
+    ctx = offline_context(load_cards(settings.cards_dir), embeddings, settings, workdir, answerer)
     precisions: list[float] = []
     refused = uncited = 0
     times: list[float] = []
@@ -124,13 +131,7 @@ def redteam(
 
     cards = load_cards(settings.cards_dir) + load_cards(REDTEAM_CARDS)
     restricted = [c.id for c in cards if c.sensitivity == "restricted"]
-    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
-    base = Context(
-        retriever=retriever,
-        k=settings.k,
-        min_similarity=settings.gate,
-        answerer=answerer,
-    )
+    base = offline_context(cards, embeddings, settings, workdir, answerer)
     results = []
     off_topic = refused_off_topic = 0
     for case in load_redteam_cases(REDTEAM):

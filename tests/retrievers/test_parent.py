@@ -34,16 +34,21 @@ def card(card_id: str, body: str, **meta: Any) -> Document:
     return Document(id=card_id, page_content=body, metadata=metadata)
 
 
+def fake_retriever(tmp_path: Path, chunk_size: int, **fields: Any) -> ScoredParentDocumentRetriever:
+    """A retriever on a real Chroma on disk with the deterministic fake embedding."""
+    card_row = fields.pop("card_row", False)
+    return ScoredParentDocumentRetriever(
+        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(chunk_size=chunk_size, chunk_overlap=0, card_row=card_row),
+        **fields,
+    )
+
+
 @pytest.fixture
 def small(tmp_path: Path) -> ScoredParentDocumentRetriever:
     """Four cards on a real Chroma on disk, fake embeddings, in-memory parents."""
-    retriever = ScoredParentDocumentRetriever(
-        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
-        docstore=InMemoryStore(),
-        child_splitter=CardSplitter(chunk_size=30, chunk_overlap=0),
-        k=3,
-        fetch_multiplier=1,
-    )
+    retriever = fake_retriever(tmp_path, 30, k=3, fetch_multiplier=1)
     retriever.add_documents(
         [
             card("card-a", "\n\n".join(["pills stomach morning"] * 12), topics=["food"]),
@@ -95,12 +100,7 @@ def test_returned_parent_carries_card_text_score_and_matched_child(
 
 
 def test_gate_keeps_a_parent_with_one_strong_child_only(tmp_path: Path) -> None:
-    retriever = ScoredParentDocumentRetriever(
-        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
-        docstore=InMemoryStore(),
-        child_splitter=CardSplitter(chunk_size=30, chunk_overlap=0),
-        k=3,
-    )
+    retriever = fake_retriever(tmp_path, 30, k=3)
     retriever.add_documents(
         [
             card(
@@ -307,13 +307,8 @@ def test_ours_returns_k_scored_parents_where_vanilla_returns_fewer_and_no_scores
 
 @pytest.fixture
 def hybrid(tmp_path: Path) -> ScoredParentDocumentRetriever:
-    retriever = ScoredParentDocumentRetriever(
-        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
-        docstore=InMemoryStore(),
-        child_splitter=CardSplitter(chunk_size=200, chunk_overlap=0),
-        k=2,
-        fetch_multiplier=1,
-        bm25=BM25Index.build([], [], []),
+    retriever = fake_retriever(
+        tmp_path, 200, k=2, fetch_multiplier=1, bm25=BM25Index.build([], [], [])
     )
     retriever.add_documents(
         [
@@ -354,13 +349,7 @@ def test_bm25_candidates_obey_filters_gate_and_restriction(
 
 
 def test_card_rows_rank_but_never_show_as_the_matched_passage(tmp_path: Path) -> None:
-    retriever = ScoredParentDocumentRetriever(
-        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
-        docstore=InMemoryStore(),
-        child_splitter=CardSplitter(chunk_size=20, chunk_overlap=0, card_row=True),
-        k=1,
-        card_rows=True,
-    )
+    retriever = fake_retriever(tmp_path, 20, k=1, card_rows=True, card_row=True)
     retriever.add_documents([card("card-m", "metformin tablets\n\nwith a meal", title="Metformin")])
     assert sorted(retriever.vectorstore.get()["ids"]) == [
         "card-m::00",
@@ -396,14 +385,7 @@ def test_from_index_follows_the_settings(
 
 def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
     """A card row outside the children's window still enters the card ranking."""
-    retriever = ScoredParentDocumentRetriever(
-        vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
-        docstore=InMemoryStore(),
-        child_splitter=CardSplitter(chunk_size=30, chunk_overlap=0, card_row=True),
-        k=1,
-        fetch_multiplier=2,
-        card_rows=True,
-    )
+    retriever = fake_retriever(tmp_path, 30, k=1, fetch_multiplier=2, card_rows=True, card_row=True)
     # children and card rows are two queries, each with the whole window (2 rows): in one mixed
     # query of 2 rows a card row could push a child out, and a parent missing from a list
     # loses that list's share of its fused score
