@@ -1,0 +1,125 @@
+"""A restricted card never escapes: not through retrieval, BM25, parent expansion, the graph,
+the CLI or the logs, even when the question quotes its text verbatim.
+
+Paths covered here: dense retrieval, hybrid (BM25) retrieval, card rows, parent expansion
+(a restricted parent reached through a child that slipped past the query filter), the answering
+graph, the ``cardrag ask`` command, and every log record. Sentence windows and the web API do
+not exist yet; they join this file when they do (issue 6, issue 8).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from app.cli import main
+from app.context import Context
+from app.graph import answer
+from ingest.cards import Card
+from ingest.settings import Settings
+from ingest.store import ingest_folder
+from retrievers.fusion import ChildHit, ParentHit
+from retrievers.parent import ScoredParentDocumentRetriever, assemble
+from tests.conftest import REAL_MODEL
+
+SECRET = "The vault override phrase is ZEBRA-42-OMEGA and only supervisors may read it aloud."
+PLANTED = f"""---
+id: card-vault-override
+title: "Vault override phrase"
+license: CC-BY-4.0
+topics: [process]
+accessed_at: 2026-11-20
+sensitivity: restricted
+---
+
+{SECRET}
+
+Supervisors rotate the phrase every month and record the change in the vault log.
+"""
+FRAGMENTS = ["card-vault-override", "Vault override phrase", "Supervisors rotate", "vault log"]
+"""Text only the card can supply: the question quotes its first sentence, so that one is echoed
+back as the question itself; these come from its id, its title and its second paragraph."""
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]) -> Settings:
+    root = tmp_path_factory.mktemp("restricted")
+    (root / "cards").mkdir()
+    for card in shipped_cards[:6]:
+        shutil.copy(card.source, root / "cards" / Path(card.source).name)
+    (root / "cards" / "vault-override.md").write_text(PLANTED, encoding="utf-8")
+    settings = Settings(
+        cards_dir=root / "cards",
+        store_dir=root / "store",
+        embedding_model=REAL_MODEL,
+        min_similarity=-1.0,
+    )
+    ingest_folder(settings)
+    return settings
+
+
+def _leaks(text: str) -> list[str]:
+    return [f for f in FRAGMENTS if f in text]
+
+
+@pytest.mark.parametrize("mode", ["dense", "hybrid", "hybrid+card"])
+def test_retrieval_never_returns_it(settings: Settings, mode: str) -> None:
+    overrides = {
+        "dense": {"hybrid": False, "card_vector": False},
+        "hybrid": {"hybrid": True, "card_vector": False},
+        "hybrid+card": {"hybrid": True, "card_vector": True},
+    }[mode]
+    ctx = Context.from_settings(settings.model_copy(update=overrides))
+    docs = ctx.retriever.invoke(SECRET, k=7)
+    assert len(docs) == 6  # every public card comes back, the restricted one never does
+    assert _leaks(json.dumps([[d.id, d.page_content, d.metadata] for d in docs], default=str)) == []
+
+
+def test_expansion_drops_a_restricted_parent_even_if_a_child_slipped_through() -> None:
+    hit = ParentHit(
+        "card-vault-override",
+        0.99,
+        ChildHit("card-vault-override::00", "card-vault-override", 0.99),
+    )
+    parent = Document(
+        id="card-vault-override", page_content=SECRET, metadata={"sensitivity": "restricted"}
+    )
+    assert assemble([hit], [parent], 4, allow_restricted=False) == ([], [])
+
+
+def test_the_graph_and_the_logs_never_show_it(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        reply = answer(SECRET, Context.from_settings(settings))
+    assert "card-vault-override" not in [c.id for c in reply.retrieved]
+    assert _leaks(reply.model_dump_json()) == []
+    assert _leaks("\n".join(r.getMessage() for r in caplog.records)) == []
+
+
+def test_the_cli_never_prints_it(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for key, value in {
+        "CARDRAG_CARDS_DIR": settings.cards_dir,
+        "CARDRAG_STORE_DIR": settings.store_dir,
+        "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
+        "CARDRAG_MIN_SIMILARITY": "-1",
+    }.items():
+        monkeypatch.setenv(key, str(value))
+    for argv in (["ask", SECRET, "--json"], ["ask", SECRET], ["retrieve", SECRET, "--k", "7"]):
+        assert main(argv) == 0
+        out = capsys.readouterr()
+        assert _leaks(out.out + out.err) == []
+
+
+def test_allowing_restricted_is_an_explicit_opt_in(settings: Settings) -> None:
+    ctx = Context.from_settings(settings)
+    assert isinstance(ctx.retriever, ScoredParentDocumentRetriever)
+    opened = ctx.retriever.model_copy(update={"allow_restricted": True})
+    assert opened.invoke(SECRET, k=1)[0].id == "card-vault-override"
