@@ -25,6 +25,9 @@ CHUNK_INDEX = "chunk_index"
 CARD_ROW = -1
 """``chunk_index`` of the optional card-level row (the whole card as one vector); such a row is
 ranked with the others but never shown as a matched passage."""
+HAS_CARD_ROW = "has_card_row"
+"""On children indexed with card rows on: whether their card got a whole-card row (cards
+longer than the row limit do not), so fusion knows whether the card-row ranking applies."""
 START_INDEX = "start_index"
 """Offset in the card body where a child's own text starts (after title and overlap)."""
 END_INDEX = "end_index"

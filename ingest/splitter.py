@@ -141,6 +141,8 @@ class CardSplitter(RecursiveCharacterTextSplitter):
 
     def _children(self, doc: Document) -> list[Document]:
         title = doc.metadata.get(md.TITLE)
+        body = doc.page_content
+        with_row = self.card_row and len(body) <= self.card_row_max_chars
         out = []
         for index, span in enumerate(self.split_spans(doc.page_content)):
             text = f"{title}\n\n{span.text}" if index == 0 and title else span.text
@@ -149,11 +151,11 @@ class CardSplitter(RecursiveCharacterTextSplitter):
                 md.CHUNK_INDEX: index,
                 md.START_INDEX: span.start,
                 md.END_INDEX: span.end,
+                **({md.HAS_CARD_ROW: with_row} if self.card_row else {}),
             }
             out.append(Document(page_content=text, metadata=meta))
-        body = doc.page_content
         # the whole card as one more row, only where the model can read all of it
-        if self.card_row and len(body) <= self.card_row_max_chars:
+        if with_row:
             meta = {
                 **doc.metadata,
                 md.CHUNK_INDEX: md.CARD_ROW,

@@ -114,8 +114,10 @@ def rank_parents(
 
     Every parent's ``score`` is its best dense similarity over all its rows, and the gate
     applies to it; a parent with no dense hit cannot pass. Up to three rankings of the passing
-    parents are fused with weighted RRF: best child, card row, BM25. With a single ranking the
-    order is that ranking's (no fusion, ``fused`` is None).
+    parents are fused with weighted RRF: best child, card row, BM25, and each parent's fused
+    score is divided by the weights of the rankings that apply to it (the card-row ranking does
+    not apply to a card that has no card row). With a single ranking the order is that
+    ranking's (no fusion, ``fused`` is None).
 
     Example:
         >>> hits = [ChildHit("a::00", "a", 0.9), ChildHit("b::00", "b", 0.8)]
@@ -134,6 +136,7 @@ def rank_parents(
     passing = {p for p, s in score.items() if min_similarity is None or s >= min_similarity}
     rankings: list[list[str]] = []
     used: list[float] = []
+    card_weight = 0.0
     for ranking, weight in (
         (children, weights.dense),
         (cards, weights.card),
@@ -143,7 +146,17 @@ def rank_parents(
         if ids and weight > 0:
             rankings.append(ids)
             used.append(weight)
+            card_weight = weight if ranking is cards else card_weight
     if len(rankings) == 1:
         return [ParentHit(p, score[p], best[p]) for p in rankings[0]]
-    fused = reciprocal_rank_fusion(rankings, used, c)
+    # a card with no card row (too long for one) is not ranked low by the card-row list: that
+    # list does not apply to it, so every parent's fused score is averaged over the weights of
+    # the lists that apply to it
+    total = sum(used)
+    without_row = {p for p, hit in best.items() if hit.metadata.get(md.HAS_CARD_ROW) is False}
+    fused = [
+        (p, f / (total - card_weight if p in without_row else total))
+        for p, f in reciprocal_rank_fusion(rankings, used, c)
+    ]
+    fused.sort(key=lambda pf: (-pf[1], pf[0]))
     return [ParentHit(p, score[p], best[p], fused=f) for p, f in fused]

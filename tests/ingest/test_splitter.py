@@ -115,3 +115,23 @@ def test_every_shipped_chunk_traces_back_to_its_body(shipped_cards: list[Card]) 
             previous_start = start
             checked += 1
     assert checked == 164
+
+
+def test_card_row_only_for_cards_the_model_can_read_whole() -> None:
+    splitter = CardSplitter(chunk_size=12, chunk_overlap=0, card_row=True, card_row_max_chars=25)
+    short = Document(
+        page_content="One two.\n\nThree four.", metadata={"title": "S", "parent_id": "s"}
+    )
+    long = Document(
+        page_content="One two.\n\nThree four.\n\nFive six.", metadata={"parent_id": "l"}
+    )
+    rows = splitter.split_documents([short, long])
+    assert [
+        (r.metadata["parent_id"], r.metadata["chunk_index"], r.metadata["has_card_row"])
+        for r in rows
+        if r.metadata["chunk_index"] >= 0
+    ] == [("s", 0, True), ("s", 1, True), ("l", 0, False), ("l", 1, False), ("l", 2, False)]
+    cards = [r for r in rows if r.metadata["chunk_index"] == -1]
+    assert [
+        (c.page_content, c.metadata["start_index"], c.metadata["end_index"]) for c in cards
+    ] == [("S\n\nOne two.\n\nThree four.", 0, 21)]

@@ -87,8 +87,8 @@ def test_rank_parents_fuses_dense_card_and_bm25_and_gates_on_dense() -> None:
     b = ranked[0]
     assert b.score == 0.70  # the card row's similarity is b's best dense score
     assert b.best.child_id == "b::00"  # but the matched passage is a real child
-    assert b.fused == pytest.approx(1 / 62 + 1 / 61 + 1 / 61)
-    assert ranked[1].fused == pytest.approx(1 / 61)
+    assert b.fused == pytest.approx((1 / 62 + 1 / 61 + 1 / 61) / 3)  # averaged over 3 weights
+    assert ranked[1].fused == pytest.approx((1 / 61) / 3)
 
 
 def test_rank_parents_zero_weight_leaves_a_ranking_out() -> None:
@@ -96,3 +96,16 @@ def test_rank_parents_zero_weight_leaves_a_ranking_out() -> None:
     lexical = best_per_parent([ChildHit("b::00", "b", 3.0)])
     ranked = rank_parents(hits, lexical, weights=FusionWeights(bm25=0.0))
     assert [(p.parent_id, p.fused) for p in ranked] == [("a", None), ("b", None)]
+
+
+def test_a_card_without_a_card_row_is_not_penalised_by_that_ranking() -> None:
+    long = ChildHit("long::00", "long", 0.80, metadata={"chunk_index": 0, "has_card_row": False})
+    short = ChildHit("short::00", "short", 0.70, metadata={"chunk_index": 0, "has_card_row": True})
+    short_row = ChildHit("short::card", "short", 0.60, metadata={"chunk_index": -1})
+    ranked = rank_parents([long, short, short_row], weights=FusionWeights(1, 1, 1), c=60)
+    # long: first of the dense list, the card list does not apply -> (1/61) / 1
+    # short: second of the dense list, first of the card list -> (1/62 + 1/61) / 2
+    assert [(p.parent_id, p.fused) for p in ranked] == [
+        ("long", pytest.approx(1 / 61)),
+        ("short", pytest.approx((1 / 62 + 1 / 61) / 2)),
+    ]

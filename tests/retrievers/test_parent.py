@@ -330,8 +330,8 @@ def test_bm25_brings_in_a_card_the_dense_window_missed(
     assert [d.id for d in docs] == ["card-a", "card-x"]
     # the score stays the dense similarity; the fused score ordered them
     assert [round(d.metadata["score"], 3) for d in docs] == [0.671, 0.236]
-    assert docs[0].metadata["fused_score"] == pytest.approx(1 / 61 + 1 / 61)
-    assert docs[1].metadata["fused_score"] == pytest.approx(1 / 63 + 1 / 62)
+    assert docs[0].metadata["fused_score"] == pytest.approx((1 / 61 + 1 / 61) / 2)
+    assert docs[1].metadata["fused_score"] == pytest.approx((1 / 63 + 1 / 62) / 2)
     hybrid.bm25_weight = 0.0
     assert [d.id for d in hybrid.invoke("zyrtec allergy")] == ["card-a", "card-b"]
 
