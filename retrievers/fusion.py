@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest import metadata as md
+from retrievers.scoring import gate
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,8 @@ def rank_parents(
     for hit in [*cards, *children]:  # a real child wins provenance over the card row
         score[hit.parent_id] = max(score.get(hit.parent_id, hit.score), hit.score)
         best[hit.parent_id] = hit.best
-    passing = {p for p, s in score.items() if min_similarity is None or s >= min_similarity}
+    merged = [ParentHit(p, s, best[p]) for p, s in score.items()]
+    passing = {p.parent_id for p in gate(merged, min_similarity)}
     rankings: list[list[str]] = []
     used: list[float] = []
     card_weight = 0.0

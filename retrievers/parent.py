@@ -22,7 +22,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from ingest import metadata as md
 from ingest.lexical import BM25Index
@@ -48,7 +48,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         >>> from ingest.embeddings import load_embeddings   # doctest: +SKIP
         >>> from ingest.store import open_index
         >>> from ingest.settings import Settings
-        >>> index = open_index(Settings().store_dir, load_embeddings())
+        >>> settings = Settings()
+        >>> model = settings.embedding_model
+        >>> index = open_index(settings.store_dir, load_embeddings(model), model)
         >>> retriever = ScoredParentDocumentRetriever(
         ...     vectorstore=index.vectorstore, docstore=index.docstore, k=3)
         >>> docs = retriever.invoke("Can I take it with food?",
@@ -87,6 +89,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
     rrf_c: int = Field(default=60, ge=1)
     """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
+    _space: str | None = PrivateAttr(default=None)
 
     @classmethod
     def from_index(
@@ -234,7 +237,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     def _search(self, vector: list[float], fetch: int, where: Where | None) -> list[ChildHit]:
         """One vector query: the ``fetch`` nearest children with similarities."""
-        space = collection_space(self.vectorstore)
+        if self._space is None:  # read once: the space is fixed when the collection is made
+            self._space = collection_space(self.vectorstore)
+        space = self._space
         results = self.vectorstore.similarity_search_by_vector_with_relevance_scores(
             vector, k=fetch, filter=where
         )
