@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from app.context import Context
-from app.graph import QuestionError, answer, check_question
-from app.reply import Reply
+from app.graph import QuestionError, answer, check_question, retrieved_card
+from app.reply import Reply, RetrievedCard
 from ingest import __main__ as ingest_main
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
@@ -37,11 +37,26 @@ def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:
     if not docs:
         print("no card passes the similarity gate")
     for rank, doc in enumerate(docs, 1):
-        m = doc.metadata
-        passage = " ".join(str(m["matched_child_text"]).split())
-        print(f"{rank}. {doc.id}  score={m['score']:.3f}  {m['title']}")
-        print(f"   matched {m['matched_child_id']}: {passage[:160]}")
+        card = retrieved_card(doc)
+        passage = " ".join(card.matched_passage.split())
+        print(f"{rank}. {doc.id}  score={card.score:.3f}  {card.title}")
+        print(f"   matched {card.matched_child_id} {span(card)}: {passage[:160]}")
     return 0
+
+
+def span(card: RetrievedCard) -> str:
+    """Where the matched passage (and its sentence window, if any) sits in the card.
+
+    Example:
+        >>> span(RetrievedCard(id="c", title="", score=1.0, matched_child_id="c::02",
+        ...      matched_passage="", matched_start_index=478, matched_end_index=587,
+        ...      window_start_index=220, window_end_index=751))
+        '[chars 478-587, window 220-751]'
+    """
+    where = f"chars {card.matched_start_index}-{card.matched_end_index}"
+    if card.window_start_index is not None:
+        where += f", window {card.window_start_index}-{card.window_end_index}"
+    return f"[{where}]"
 
 
 def format_reply(reply: Reply) -> str:
@@ -61,7 +76,7 @@ def format_reply(reply: Reply) -> str:
         for card in reply.retrieved:
             passage = " ".join(card.matched_passage.split())
             lines.append(f"  {card.score:.3f}  {card.id}  {card.title}")
-            lines.append(f"         matched {card.matched_child_id}: {passage[:140]}")
+            lines.append(f"         matched {card.matched_child_id} {span(card)}: {passage[:140]}")
     return "\n".join(lines)
 
 

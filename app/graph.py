@@ -142,6 +142,8 @@ def retrieved_card(doc: Document) -> RetrievedCard:
         matched_passage=passage or str(meta.get(md.MATCHED_CHILD_TEXT, "")),
         matched_start_index=start,
         matched_end_index=end,
+        window_start_index=meta.get(md.MATCHED_WINDOW_START_INDEX),
+        window_end_index=meta.get(md.MATCHED_WINDOW_END_INDEX),
     )
 
 

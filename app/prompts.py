@@ -62,14 +62,17 @@ def window(text: str, start: int | None, end: int | None, budget: int) -> tuple[
 
 
 def card_context(doc: Document, budget: int) -> str:
-    """One card's prompt text: ``[card-X] title`` then its windowed text."""
+    """One card's prompt text: ``[card-X] title`` then its windowed text.
+
+    A sentence-window match brings its own window (``prompt_text`` and its range), which is
+    used as it is; otherwise the window is cut around the matched passage within ``budget``.
+    """
     text = doc.page_content
-    lo, hi = window(
-        text,
-        doc.metadata.get(md.MATCHED_START_INDEX),
-        doc.metadata.get(md.MATCHED_END_INDEX),
-        budget,
-    )
+    m = doc.metadata
+    if isinstance(m.get(md.PROMPT_TEXT), str) and m.get(md.MATCHED_WINDOW_START_INDEX) is not None:
+        lo, hi = m[md.MATCHED_WINDOW_START_INDEX], m[md.MATCHED_WINDOW_END_INDEX]
+    else:
+        lo, hi = window(text, m.get(md.MATCHED_START_INDEX), m.get(md.MATCHED_END_INDEX), budget)
     body = (ELLIPSIS if lo > 0 else "") + text[lo:hi].strip() + (ELLIPSIS if hi < len(text) else "")
     return f"[{doc.id}] {doc.metadata.get(md.TITLE, '')}\n{body}"
 

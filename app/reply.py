@@ -38,6 +38,10 @@ class RetrievedCard(BaseModel):
     """Where that passage starts in the card text."""
     matched_end_index: int | None = None
     """Where it ends (exclusive)."""
+    window_start_index: int | None = None
+    """Sentence-window chunker only: where the window the model read starts in the card."""
+    window_end_index: int | None = None
+    """Where that window ends (exclusive)."""
 
 
 class Reply(BaseModel):

@@ -79,6 +79,9 @@ def render_dataset(name: str, entry: dict[str, Any]) -> list[str]:
     if "app" in entry:
         lines += ["", "App-level checks (offline extractive answerer, gate on):", ""]
         lines += [f"- {key}: {value}" for key, value in entry["app"].items()]
+    if "app_sentence_window" in entry:
+        lines += ["", "The same checks with the sentence-window chunker:", ""]
+        lines += [f"- {key}: {value}" for key, value in entry["app_sentence_window"].items()]
     if "redteam" in entry:
         rt = entry["redteam"]
         lines += [

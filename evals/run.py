@@ -198,9 +198,9 @@ def print_table(name: str, entry: dict[str, Any]) -> None:
         f"{name}: {entry['cards']} cards, {entry['children']} children, "
         f"{entry['queries']} questions ({entry['license']})"
     )
-    print(f"{'system':<13}" + "".join(f"{m:>11}" for m in metrics))
+    print(f"{'system':<16}" + "".join(f"{m:>11}" for m in metrics))
     for system, values in entry["systems"].items():
-        print(f"{system:<13}" + "".join(f"{values[m]:>11.3f}" for m in metrics))
+        print(f"{system:<16}" + "".join(f"{values[m]:>11.3f}" for m in metrics))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,11 +242,16 @@ def main(argv: list[str] | None = None) -> int:
         entry = {**header, **compare(dataset, embeddings, settings, work / "golden")}
         answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for both runs
         entry["app"] = app_checks(embeddings, settings, work / "app", answerer)
+        windowed = settings.model_copy(update={"chunker": "sentence_window"})
+        entry["app_sentence_window"] = app_checks(
+            embeddings, windowed, work / "app-sentences", answerer
+        )
         entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
     print_table("golden", entry)
     print(f"\napp: {entry['app']}")
+    print(f"app, sentence window: {entry['app_sentence_window']}")
     rt = entry["redteam"]
     print(
         f"red team: {rt['passed']}/{rt['cases']} passed, "

@@ -8,6 +8,9 @@
 * ``hybrid``: the same plus BM25 over the children, fused at the parent level (RRF).
 * ``hybrid+card``: the same plus a whole-card row per card as a third ranking.
 * ``ours``: whatever the settings configure (the shipped default unless overridden).
+* ``sentence-window``: ``ours`` with the ``sentence_window`` chunker (one child per sentence,
+  its own index), so the three chunkers (``none`` = card-atomic, ``parent_child``,
+  ``sentence_window``) sit side by side.
 
 One index holds the children and the card rows; systems that must not see card rows filter
 them out in the query (``chunk_index >= 0``), so nothing is embedded twice.
@@ -35,8 +38,6 @@ from ingest.splitter import CardSplitter
 from ingest.store import Index, open_vectorstore
 from retrievers.parent import ScoredParentDocumentRetriever
 
-WHOLE_CARD = 10_000_000
-"""Chunk size of the ``none`` chunker: larger than any card, so one child per card."""
 CHILDREN_ONLY = {md.CHUNK_INDEX: {"$gte": 0}}
 """Filter that leaves card rows out."""
 
@@ -57,7 +58,7 @@ class SystemRun:
 
 def whole_card_splitter() -> CardSplitter:
     """The ``none`` chunker: the whole card (title-prefixed) as its only child."""
-    return CardSplitter(chunk_size=WHOLE_CARD, chunk_overlap=0)
+    return CardSplitter(mode="none")
 
 
 def index(
@@ -184,6 +185,17 @@ def run_systems(
         _timed_run(name, queries, ours_search(configured(base, s, bm25)), ask_k)
         for name, s in variants.items()
     ]
+    sentences = settings.model_copy(update={"chunker": "sentence_window"})
+    window = index(cards, embeddings, CardSplitter.from_settings(sentences), workdir / "sentences")
+    window_bm25 = BM25Index.from_vectorstore(window.vectorstore, settings.bm25_languages)
+    runs.append(
+        _timed_run(
+            "sentence-window",
+            queries,
+            ours_search(configured(window, sentences, window_bm25)),
+            ask_k,
+        )
+    )
     # parents per query when asked for ask_k: vanilla counts children, so ask it separately
     asked = _timed_run("vanilla-pdr", queries, vanilla_search(ask_k), ask_k)
     runs[1].parents_per_query = (

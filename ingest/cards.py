@@ -13,6 +13,10 @@ A card file looks like this::
 
     First paragraph of the body...
 
+A long Markdown document (a handbook chapter) has the same front matter plus
+``kind: document``; it is cut at its headings into sections, each loaded as a card of its own
+(see :mod:`ingest.documents`).
+
 A bad card fails the whole load with a :class:`CardError` naming the file and the field, so a
 broken corpus never half-replaces a good index.
 """
@@ -30,9 +34,12 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from ingest import metadata as md
+from ingest.documents import split_sections
 
 Sensitivity = Literal["public", "internal", "restricted"]
 SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)
+Kind = Literal["card", "document"]
+KINDS: tuple[str, ...] = get_args(Kind)
 CARD_ID = re.compile(r"^card-[a-z0-9]+(?:-[a-z0-9]+)*$")
 REQUIRED_FIELDS = ("id", "title", "license", "topics", "accessed_at", "sensitivity")
 
@@ -87,6 +94,10 @@ class Card(BaseModel):
     """The card text without front matter, stripped."""
     source: str = ""
     """The file the card was loaded from, for error messages and provenance."""
+    kind: Kind = "card"
+    """``card``, or ``document``: a long Markdown file to be cut into sections at headings."""
+    document_id: str = ""
+    """For a section of a long document: the document's id (empty for a card)."""
 
     def to_document(self) -> Document:
         """The card as a LangChain parent ``Document`` (id = card id, text = body)."""
@@ -103,6 +114,7 @@ def card_metadata(card: Card) -> dict[str, Any]:
         md.ACCESSED_AT: card.accessed_at.isoformat(),
         md.SENSITIVITY: card.sensitivity,
         md.SOURCE: card.source,
+        **({md.DOCUMENT_ID: card.document_id} if card.document_id else {}),
     }
 
 
@@ -145,6 +157,9 @@ def parse_card(text: str, path: Path | str) -> Card:
     if front["sensitivity"] not in SENSITIVITIES:
         allowed = ", ".join(SENSITIVITIES)
         raise CardError(path, "sensitivity", f"{front['sensitivity']!r} is not one of {allowed}")
+    kind = front.get("kind", "card")
+    if kind not in KINDS:
+        raise CardError(path, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
     body = text[match.end() :].strip()
     if not body:
         raise CardError(path, "body", "empty: a card needs text after its front matter")
@@ -157,6 +172,7 @@ def parse_card(text: str, path: Path | str) -> Card:
         sensitivity=front["sensitivity"],
         body=body,
         source=str(path),
+        kind=kind,
     )
 
 
@@ -185,6 +201,8 @@ def load_card(path: Path) -> Card:
 def load_cards(folder: Path | str) -> list[Card]:
     """Load every ``*.md`` card under a folder, sorted by file name.
 
+    A long document (``kind: document``) becomes one card per section, in order.
+
     Raises:
         CardError: for the first bad card, or a duplicate id (naming both files).
         FileNotFoundError: when the folder does not exist or holds no card.
@@ -197,7 +215,7 @@ def load_cards(folder: Path | str) -> list[Card]:
     if not paths:
         msg = f"{root}: no *.md cards found"
         raise FileNotFoundError(msg)
-    return check_unique([load_card(p) for p in paths])
+    return check_unique(section for p in paths for section in split_sections(load_card(p)))
 
 
 def check_unique(cards: Iterable[Card]) -> list[Card]:

@@ -32,6 +32,13 @@ START_INDEX = "start_index"
 """Offset in the card body where a child's own text starts (after title and overlap)."""
 END_INDEX = "end_index"
 """Offset in the card body where a child's own text ends (exclusive)."""
+WINDOW_START_INDEX = "window_start_index"
+"""Sentence-window children only: where the child's window (the sentences around it, up to
+the window budget) starts in the card body."""
+WINDOW_END_INDEX = "window_end_index"
+"""Sentence-window children only: where that window ends (exclusive)."""
+DOCUMENT_ID = "document_id"
+"""Sections of a long Markdown document only: the id of the document they were cut from."""
 
 SCORE = "score"
 """Best dense similarity of a returned parent's rows (higher is better, cosine in [-1, 1]); the
@@ -46,6 +53,14 @@ MATCHED_START_INDEX = "matched_start_index"
 """``start_index`` of that child in the card body."""
 MATCHED_END_INDEX = "matched_end_index"
 """``end_index`` of that child in the card body."""
+
+MATCHED_WINDOW_START_INDEX = "matched_window_start_index"
+"""Start of the matched child's sentence window in the card body (sentence-window only)."""
+MATCHED_WINDOW_END_INDEX = "matched_window_end_index"
+"""End (exclusive) of that window."""
+PROMPT_TEXT = "prompt_text"
+"""Sentence-window only: the window's text, which the app gives the model for this card
+instead of a window of the whole card. Never changes the ranking."""
 
 
 def child_id(card_id: str, chunk_index: int) -> str:

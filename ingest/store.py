@@ -101,11 +101,30 @@ def serialize_parent(doc: Document) -> bytes:
     return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
 
 
+PARENT_DEFAULTS: dict[str, Any] = {
+    md.LICENSE: "",
+    md.TOPICS: [],
+    md.ACCESSED_AT: "",
+    md.SENSITIVITY: "public",
+    md.SOURCE: "",
+}
+"""Metadata a record written before a field existed gets on reading. Version 0 (no
+``format_version``, no ``id``) predates sensitivity, so everything in it was served: public."""
+
+
 def deserialize_parent(data: bytes) -> Document:
-    """Read a parent record of any known format version (missing fields get defaults)."""
+    """Read a parent record of any known format version; missing fields get defaults.
+
+    Reading never rewrites the record: an old store stays as it was written, and a re-ingest
+    writes the new format into a new index beside it.
+    """
     record: dict[str, Any] = json.loads(data.decode("utf-8"))
     metadata = dict(record.get("metadata") or {})
     doc_id = record.get("id") or metadata.get(md.PARENT_ID)
+    metadata.setdefault(md.PARENT_ID, doc_id)
+    metadata.setdefault(md.TITLE, doc_id)
+    for key, default in PARENT_DEFAULTS.items():
+        metadata.setdefault(key, list(default) if isinstance(default, list) else default)
     return Document(id=doc_id, page_content=record.get("page_content", ""), metadata=metadata)
 
 

@@ -109,7 +109,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             "max_fetch": settings.max_fetch,
             "min_similarity": settings.gate,
             "bm25": index.bm25 if settings.hybrid else None,
-            "card_rows": settings.card_vector,
+            "card_rows": settings.card_rows,
             "dense_weight": settings.dense_weight,
             "card_weight": settings.card_weight,
             "bm25_weight": settings.bm25_weight,
@@ -359,8 +359,14 @@ def assemble(
 
 
 def parent_document(hit: ParentHit, parent: Document) -> Document:
-    """The returned parent: card text, card metadata, score and matched-child provenance."""
+    """The returned parent: card text, card metadata, score and matched-child provenance.
+
+    When the matched child carries a sentence window, the parent also carries the window's
+    range and its text as ``prompt_text``: what the model reads for this card. The ranking,
+    the citation and the matched passage are the same either way.
+    """
     child = hit.best
+    window = sentence_window_of(child.metadata, parent.page_content)
     return Document(
         id=hit.parent_id,
         page_content=parent.page_content,
@@ -374,8 +380,21 @@ def parent_document(hit: ParentHit, parent: Document) -> Document:
             md.MATCHED_START_INDEX: child.metadata.get(md.START_INDEX),
             md.MATCHED_END_INDEX: child.metadata.get(md.END_INDEX),
             **({md.FUSED_SCORE: hit.fused} if hit.fused is not None else {}),
+            **window,
         },
     )
+
+
+def sentence_window_of(child: dict[str, Any], body: str) -> dict[str, Any]:
+    """The matched window's range and text, from a child's metadata (empty without one)."""
+    start, end = child.get(md.WINDOW_START_INDEX), child.get(md.WINDOW_END_INDEX)
+    if not isinstance(start, int) or not isinstance(end, int):
+        return {}
+    return {
+        md.MATCHED_WINDOW_START_INDEX: start,
+        md.MATCHED_WINDOW_END_INDEX: end,
+        md.PROMPT_TEXT: body[start:end],
+    }
 
 
 def finish(docs: list[Document], missing: list[str]) -> list[Document]:

@@ -44,3 +44,23 @@ def test_card_whose_matched_sentence_is_at_its_end_reaches_the_prompt(
 def test_short_card_enters_whole() -> None:
     doc = Document(id="card-x", page_content="Short text.", metadata={"title": "X"})
     assert card_context(doc, 600) == "[card-x] X\nShort text."
+
+
+def test_a_sentence_window_is_the_cards_prompt_text() -> None:
+    body = "First sentence here. The matched sentence. Its neighbour after. A far tail sentence."
+    doc = Document(
+        id="card-x",
+        page_content=body,
+        metadata={
+            "title": "X",
+            "matched_start_index": 21,
+            "matched_end_index": 42,
+            "matched_window_start_index": 21,
+            "matched_window_end_index": 63,
+            "prompt_text": body[21:63],
+        },
+    )
+    assert card_context(doc, 600) == "[card-x] X\n…The matched sentence. Its neighbour after.…"
+    # without a window the same card is cut around the passage within the budget (all of it)
+    plain = Document(id="card-x", page_content=body, metadata={"title": "X"})
+    assert card_context(plain, 600) == f"[card-x] X\n{body}"

@@ -1,10 +1,11 @@
 """A restricted card never escapes: not through retrieval, BM25, parent expansion, the graph,
 the CLI or the logs, even when the question quotes its text verbatim.
 
-Paths covered here: dense retrieval, hybrid (BM25) retrieval, card rows, parent expansion
-(a restricted parent reached through a child that slipped past the query filter), the answering
-graph, the ``cardrag ask`` command, and every log record. Sentence windows and the web API do
-not exist yet; they join this file when they do (issue 6, issue 8).
+Paths covered here, each with the ``parent_child`` and the ``sentence_window`` chunker (whose
+children carry a window of the planted card's neighbouring sentences): dense retrieval, hybrid
+(BM25) retrieval, card rows, parent expansion (a restricted parent reached through a child that
+slipped past the query filter), the answering graph, the ``cardrag ask`` and ``retrieve``
+commands, and every log record.
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ FRAGMENTS = ["card-vault-override", "Vault override phrase", "Supervisors rotate
 back as the question itself; these come from its id, its title and its second paragraph."""
 
 
-@pytest.fixture(scope="module")
-def settings(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]) -> Settings:
-    root = tmp_path_factory.mktemp("restricted")
+@pytest.fixture(scope="module", params=["parent_child", "sentence_window"])
+def settings(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    shipped_cards: list[Card],
+) -> Settings:
+    root = tmp_path_factory.mktemp(f"restricted-{request.param}")
     (root / "cards").mkdir()
     for card in shipped_cards[:6]:
         shutil.copy(card.source, root / "cards" / Path(card.source).name)
@@ -58,6 +63,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]
         store_dir=root / "store",
         embedding_model=REAL_MODEL,
         min_similarity=-1.0,
+        chunker=request.param,
     )
     ingest_folder(settings)
     return settings
@@ -110,6 +116,7 @@ def test_the_cli_never_prints_it(
         "CARDRAG_STORE_DIR": settings.store_dir,
         "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
         "CARDRAG_MIN_SIMILARITY": "-1",
+        "CARDRAG_CHUNKER": settings.chunker,
     }.items():
         monkeypatch.setenv(key, str(value))
     for argv in (["ask", SECRET, "--json"], ["ask", SECRET], ["retrieve", SECRET, "--k", "7"]):
@@ -123,3 +130,15 @@ def test_allowing_restricted_is_an_explicit_opt_in(settings: Settings) -> None:
     assert isinstance(ctx.retriever, ScoredParentDocumentRetriever)
     opened = ctx.retriever.model_copy(update={"allow_restricted": True})
     assert opened.invoke(SECRET, k=1)[0].id == "card-vault-override"
+
+
+def test_the_planted_card_really_has_windows_around_its_secret(settings: Settings) -> None:
+    """Without this the sentence-window runs would prove nothing about windows."""
+    ctx = Context.from_settings(settings)
+    opened = ctx.retriever.model_copy(update={"allow_restricted": True})
+    [doc] = opened.invoke(SECRET, k=1)
+    if settings.chunker == "sentence_window":
+        assert doc.metadata["matched_child_id"] == "card-vault-override::00"
+        assert "Supervisors rotate" in doc.metadata["prompt_text"]
+    else:
+        assert "prompt_text" not in doc.metadata

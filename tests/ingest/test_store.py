@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -18,6 +19,7 @@ from ingest.store import (
     deserialize_parent,
     ingest_folder,
     open_index,
+    open_parent_store,
     serialize_parent,
     upsert_documents,
 )
@@ -174,3 +176,30 @@ def test_open_index_without_a_store_says_how_to_build_one(
 
 def test_shipped_cards_folder_is_the_default() -> None:
     assert Settings().cards_dir == CARDS_DIR
+
+
+def test_an_old_format_parent_record_is_read_with_defaults_and_left_as_written(
+    tmp_path: Path,
+) -> None:
+    from langchain_classic.storage import LocalFileStore
+
+    # format 0: no version, no id, no sensitivity, licence or source
+    old = {
+        "page_content": "Take it with food.",
+        "metadata": {"parent_id": "card-old", "title": "Old"},
+    }
+    raw = json.dumps(old).encode()
+    LocalFileStore(tmp_path).mset([("card-old", raw)])
+    [doc] = open_parent_store(tmp_path).mget(["card-old"])
+    assert doc is not None
+    assert (doc.id, doc.page_content) == ("card-old", "Take it with food.")
+    assert doc.metadata == {
+        "parent_id": "card-old",
+        "title": "Old",
+        "license": "",
+        "topics": [],
+        "accessed_at": "",
+        "sensitivity": "public",
+        "source": "",
+    }
+    assert (tmp_path / "card-old").read_bytes() == raw  # read, never rewritten

