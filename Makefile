@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared bench
+.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared bench serve
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -49,6 +49,10 @@ eval-shared: .venv ## the retrieval comparison on every ../shared dataset presen
 		[ -f $$d/corpus.jsonl ] && $(PY) -m evals.run --dataset $$d --level paragraph; \
 		[ -f $$d/parents.jsonl ] && $(PY) -m evals.run --dataset $$d --level article; \
 	done; true
+
+serve: .venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); ingests first if needed
+	@[ -e $${CARDRAG_STORE_DIR:-.cardrag}/current ] || $(PY) -m ingest
+	$(PY) -m app.cli serve --port $(or $(PORT),8000)
 
 bench: .venv ## retrieval latency against the floor (embed + one Chroma query), same run; not run in CI
 	$(PY) -m evals.bench.latency

@@ -1,4 +1,4 @@
-"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve`` and ``demo``.
+"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve``, ``serve`` and ``demo``.
 
 Bad input (an empty or over-long question, a missing store, a bad card) prints one clear line
 on stderr and exits 2; it never prints a traceback.
@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=int, default=None, help="cards to retrieve")
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
+    p_serve = sub.add_parser("serve", help="the web page and JSON API (uvicorn)")
+    p_serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+    p_serve.add_argument("--port", type=int, default=8000, help="port to listen on")
     args = parser.parse_args(argv)
     settings = Settings()
     try:
@@ -115,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_ask(settings, args.question, args.k, as_json=args.json)
         if args.command == "retrieve":
             return cmd_retrieve(settings, args.question, args.k)
+        if args.command == "serve":
+            from app.server import serve
+
+            serve(settings, args.host, args.port)
+            return 0
         if not (settings.store_dir / "current").exists():
             code = ingest_main.run(settings, None, clean=False)
             if code:

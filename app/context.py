@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from app.extractive import ExtractiveAnswerer
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
-from ingest.store import open_index
+from ingest.store import Index, open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 
 
@@ -47,6 +48,13 @@ class Context:
         """Open the current index and build the offline defaults from ``settings``."""
         embeddings = load_embeddings(settings.embedding_model, settings.threads)
         index = open_index(settings.store_dir, embeddings, settings.embedding_model)
+        return cls.from_index(index, settings, embeddings, **overrides)
+
+    @classmethod
+    def from_index(
+        cls, index: Index, settings: Settings, embeddings: Embeddings, **overrides: Any
+    ) -> Context:
+        """The context over an opened index, configured from ``settings``."""
         retriever = ScoredParentDocumentRetriever.from_index(index, settings, min_similarity=None)
         values: dict[str, Any] = {
             "retriever": retriever,

@@ -5,7 +5,8 @@ Paths covered here, each with the ``parent_child`` and the ``sentence_window`` c
 children carry a window of the planted card's neighbouring sentences): dense retrieval, hybrid
 (BM25) retrieval, card rows, parent expansion (a restricted parent reached through a child that
 slipped past the query filter), the answering graph, the ``cardrag ask`` and ``retrieve``
-commands, and every log record.
+commands, the web API (``POST /ask``, ``GET /cards/{id}``, ``GET /healthz``), and every log
+record.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from langchain_core.documents import Document
 
 from app.cli import main
 from app.context import Context
 from app.graph import answer
+from app.server import create_app
 from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.store import ingest_folder
@@ -142,3 +145,19 @@ def test_the_planted_card_really_has_windows_around_its_secret(settings: Setting
         assert "Supervisors rotate" in doc.metadata["prompt_text"]
     else:
         assert "prompt_text" not in doc.metadata
+
+
+def test_the_api_never_serves_it(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG), TestClient(create_app(settings)) as client:
+        asked = client.post("/ask", json={"question": SECRET, "k": 7})
+        card = client.get("/cards/card-vault-override")
+        health = client.get("/healthz")
+    assert asked.status_code == 200
+    assert len(asked.json()["retrieved"]) == 6
+    assert _leaks(asked.text) == []
+    assert (card.status_code, card.json()) == (404, {"detail": "card not found"})
+    assert _leaks(health.text) == []
+    # the test client's own log names the URL it asked for; everything else must be clean
+    server_logs = [r.getMessage() for r in caplog.records if not r.name.startswith("httpx")]
+    assert server_logs
+    assert _leaks("\n".join(server_logs)) == []

@@ -1,0 +1,237 @@
+"""The web API and page: ``POST /ask``, ``GET /cards/{id}``, ``GET /healthz`` and ``/``.
+
+``cardrag serve`` (or ``make serve``) runs it with uvicorn. The embedding model loads once at
+start-up. The index is whatever the store's ``current`` link points to: each request checks the
+link (one ``readlink``) and, after a re-ingest swapped it, opens the new index before
+answering. The index being replaced stays on disk for one generation (see
+:func:`ingest.store.swap_current`), so a request already running on it finishes normally.
+
+Requests are answered one at a time (a lock around the graph): the model runs one thread by
+design, the local Chroma client and the model's C engine are not documented as thread-safe,
+and two cores gain nothing from running two embeddings at once. Requests queue; none fails.
+
+A missing store is not a crash: the server starts, ``/healthz`` answers 503 with
+``loaded: false`` and the reason, ``/ask`` answers 503 with the command that builds the store,
+and the first request after ``cardrag ingest`` finds the new index and answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from langchain_core.documents import Document
+from langchain_core.stores import BaseStore
+from pydantic import BaseModel, Field, field_validator
+
+from app.context import Context
+from app.graph import answer, check_question
+from app.reply import Reply
+from ingest import metadata as md
+from ingest.cards import CARD_ID
+from ingest.embeddings import load_embeddings
+from ingest.settings import Settings
+from ingest.store import CURRENT, StoreMissingError, open_index
+
+logger = logging.getLogger(__name__)
+
+STATIC = Path(__file__).resolve().parent / "static"
+"""The page: plain HTML, CSS and JavaScript, no build step."""
+NOT_FOUND = "card not found"
+"""The same answer for an unknown card and a restricted one, so neither is revealed."""
+
+
+class Question(BaseModel):
+    """The body of ``POST /ask``."""
+
+    question: str = Field(description="The question, 1 to 2,000 characters after trimming.")
+    k: int | None = Field(default=None, ge=1, le=20, description="Cards to retrieve.")
+
+    @field_validator("question")
+    @classmethod
+    def _checked(cls, value: str) -> str:
+        return check_question(value)
+
+
+class CardView(BaseModel):
+    """A card as ``GET /cards/{id}`` serves it."""
+
+    id: str
+    """Card id."""
+    title: str
+    """Card title."""
+    body: str
+    """The card text (the offsets in a reply's ``retrieved`` entries index into it)."""
+    topics: list[str]
+    """Topic tags."""
+    license: str
+    """Licence of the text."""
+    accessed_at: str
+    """When the content was last checked."""
+
+
+class Health(BaseModel):
+    """What ``GET /healthz`` reports."""
+
+    loaded: bool
+    """Whether an index is open and answering."""
+    index: str | None = None
+    """The index folder in use."""
+    embedding_model: str
+    """The model questions are embedded with."""
+    cards: int = 0
+    """Parent cards in the index."""
+    children: int = 0
+    """Rows in the children collection (chunks, plus whole-card rows where enabled)."""
+    detail: str | None = None
+    """Why nothing is loaded, when nothing is."""
+
+
+@dataclass
+class Served:
+    """The open index and the graph context built on it."""
+
+    path: Path
+    """The index folder ``current`` pointed to when it was opened."""
+    context: Context
+    """The graph's run context over that index."""
+    docstore: BaseStore[str, Document]
+    """The index's parent cards, for ``GET /cards/{id}``."""
+    manifest: dict[str, Any]
+    """The index's manifest (counts, model)."""
+
+
+class Service:
+    """The server's state: settings, the loaded model, and the index currently served."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.embeddings = load_embeddings(settings.embedding_model, settings.threads)
+        self.served: Served | None = None
+        self._reload = threading.Lock()
+        self.answering = threading.Lock()
+
+    def current(self) -> Served:
+        """The index to answer from, reopened when a re-ingest has moved ``current``.
+
+        Raises:
+            StoreMissingError: when the store holds no index.
+        """
+        link = self.settings.store_dir / CURRENT
+        if not link.exists():
+            msg = (
+                f"{self.settings.store_dir}: no index found; "
+                "build one with `cardrag ingest` (or `make ingest`)"
+            )
+            raise StoreMissingError(msg)
+        target = link.resolve()
+        served = self.served
+        if served is not None and served.path == target:
+            return served
+        with self._reload:
+            if self.served is None or self.served.path != target:
+                self.served = self._open()
+                logger.info("serving index %s", self.served.path.name)
+            return self.served
+
+    def _open(self) -> Served:
+        settings = self.settings
+        index = open_index(settings.store_dir, self.embeddings, settings.embedding_model)
+        context = Context.from_index(index, settings, self.embeddings)
+        return Served(
+            path=index.path, context=context, docstore=index.docstore, manifest=index.manifest
+        )
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The FastAPI application; the model loads when it starts (lifespan)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = Service(settings or Settings())
+        app.state.service = service
+        try:
+            service.current()
+        except StoreMissingError as exc:
+            logger.warning("%s", exc)
+        yield
+
+    app = FastAPI(title="cardrag", summary="Answers from cards, with citations.", lifespan=lifespan)
+
+    def service_of() -> Service:
+        service: Service = app.state.service
+        return service
+
+    @app.get("/healthz", response_model=Health)
+    def healthz() -> Any:
+        service = service_of()
+        model = service.settings.embedding_model
+        try:
+            served = service.current()
+        except StoreMissingError as exc:
+            body = Health(loaded=False, embedding_model=model, detail=str(exc))
+            return JSONResponse(body.model_dump(), status_code=503)
+        return Health(
+            loaded=True,
+            index=served.path.name,
+            embedding_model=model,
+            cards=int(served.manifest.get("cards", 0)),
+            children=int(served.manifest.get("children", 0)),
+        )
+
+    @app.post("/ask", response_model=Reply)
+    def ask(body: Question) -> Reply:
+        service = service_of()
+        try:
+            served = service.current()
+        except StoreMissingError as exc:
+            raise HTTPException(status_code=503, detail=str(exc)) from exc
+        context = served.context
+        if body.k is not None:
+            context = replace(context, k=body.k)
+        with service.answering:
+            return answer(body.question, context)
+
+    @app.get("/cards/{card_id}", response_model=CardView)
+    def card(card_id: str) -> CardView:
+        service = service_of()
+        if not CARD_ID.match(card_id):
+            raise HTTPException(status_code=404, detail=NOT_FOUND)
+        try:
+            served = service.current()
+        except StoreMissingError as exc:
+            raise HTTPException(status_code=503, detail=str(exc)) from exc
+        [doc] = served.docstore.mget([card_id])
+        if doc is None or doc.metadata.get(md.SENSITIVITY) == "restricted":
+            raise HTTPException(status_code=404, detail=NOT_FOUND)
+        meta = doc.metadata
+        return CardView(
+            id=card_id,
+            title=str(meta.get(md.TITLE, "")),
+            body=doc.page_content,
+            topics=list(meta.get(md.TOPICS, [])),
+            license=str(meta.get(md.LICENSE, "")),
+            accessed_at=str(meta.get(md.ACCESSED_AT, "")),
+        )
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the API and page with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

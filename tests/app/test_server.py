@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from app.server import create_app
+from ingest.cards import Card
+from ingest.settings import Settings
+from ingest.store import ingest_folder
+from tests.app.conftest import live_server
+from tests.conftest import REAL_MODEL
+
+NARROW = "How long can an insulin pen stay out of the fridge?"
+
+
+@pytest.fixture(scope="module")
+def settings(shipped_index_dir: Path) -> Settings:
+    # the session's shipped index: children only, built with all-MiniLM-L6-v2
+    return Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL, card_vector=False)
+
+
+@pytest.fixture(scope="module")
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def test_healthz_reports_the_loaded_store(client: TestClient) -> None:
+    body = client.get("/healthz").json()
+    assert body["index"].startswith("index-")
+    assert {k: body[k] for k in ("loaded", "embedding_model", "cards", "children", "detail")} == {
+        "loaded": True,
+        "embedding_model": REAL_MODEL,
+        "cards": 38,
+        "children": 164,
+        "detail": None,
+    }
+
+
+def test_ask_returns_the_structured_reply(client: TestClient) -> None:
+    response = client.post("/ask", json={"question": f"  {NARROW} "})
+    assert response.status_code == 200
+    reply = response.json()
+    assert reply["question"] == NARROW
+    assert reply["answer"] == (
+        "The pen or vial you are using can stay at room temperature, below 25 to 30 degrees "
+        "depending on the brand, for about four weeks. [cite:card-insulin-storage]"
+    )
+    assert reply["citations"] == [
+        {"id": "card-insulin-storage", "title": "Insulin: storing pens and vials"}
+    ]
+    top = reply["retrieved"][0]
+    assert (top["id"], top["matched_child_id"]) == (
+        "card-insulin-storage",
+        "card-insulin-storage::02",
+    )
+    assert (top["matched_start_index"], top["matched_end_index"]) == (424, 802)
+    assert len(reply["retrieved"]) == 4
+    assert (reply["refused"], reply["uncited"], reply["rejected_citations"]) == (False, False, [])
+
+
+def test_k_bounds_the_cards_retrieved(client: TestClient) -> None:
+    reply = client.post("/ask", json={"question": NARROW, "k": 2}).json()
+    assert [c["id"] for c in reply["retrieved"]] == [
+        "card-insulin-storage",
+        "card-storage-heat-humidity",
+    ]
+
+
+def test_an_off_topic_question_is_refused(client: TestClient) -> None:
+    reply = client.post("/ask", json={"question": "Who won the football world cup in 1966?"}).json()
+    assert (reply["refused"], reply["retrieved"], reply["citations"]) == (True, [], [])
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"question": ""}, "Value error, the question is empty"),
+        ({"question": " \n "}, "Value error, the question is empty"),
+        (
+            {"question": "x" * 2001},
+            "Value error, the question is 2001 characters long; the limit is 2000",
+        ),
+        ({}, "Field required"),
+        ({"question": 42}, "Input should be a valid string"),
+        ({"question": "ok?", "k": 0}, "Input should be greater than or equal to 1"),
+        ({"question": "ok?", "k": 21}, "Input should be less than or equal to 20"),
+    ],
+)
+def test_bad_questions_get_422_with_a_message(
+    client: TestClient, body: dict[str, object], message: str
+) -> None:
+    response = client.post("/ask", json=body)
+    assert response.status_code == 422
+    assert [d["msg"] for d in response.json()["detail"]] == [message]
+
+
+def test_a_question_of_exactly_2000_characters_is_accepted(client: TestClient) -> None:
+    question = ("Can I drink alcohol with it? " * 70)[:2000]
+    assert client.post("/ask", json={"question": question}).status_code == 200
+
+
+def test_cards_are_served_by_id(client: TestClient, shipped_cards: list[Card]) -> None:
+    card = next(c for c in shipped_cards if c.id == "card-insulin-storage")
+    assert client.get("/cards/card-insulin-storage").json() == {
+        "id": card.id,
+        "title": card.title,
+        "body": card.body,
+        "topics": ["storage", "travel", "diabetes"],
+        "license": "CC-BY-4.0",
+        "accessed_at": "2026-11-20",
+    }
+
+
+@pytest.mark.parametrize(
+    "card_id", ["card-nope", "card-staff-escalation-protocol", "card-controlled-drugs-audit", "x"]
+)
+def test_unknown_and_restricted_cards_are_the_same_404(client: TestClient, card_id: str) -> None:
+    response = client.get(f"/cards/{card_id}")
+    assert (response.status_code, response.json()) == (404, {"detail": "card not found"})
+
+
+def test_the_page_is_served(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert '<form id="ask-form">' in page.text
+    assert client.get("/static/app.js").status_code == 200
+
+
+def test_a_missing_store_is_a_503_until_it_is_ingested(
+    tmp_path: Path, shipped_cards: list[Card]
+) -> None:
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    for card in shipped_cards[:4]:
+        shutil.copy(card.source, cards)
+    settings = Settings(cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
+    with TestClient(create_app(settings)) as client:
+        health = client.get("/healthz")
+        assert health.status_code == 503
+        assert health.json()["loaded"] is False
+        expected = (
+            f"{tmp_path / 'store'}: no index found; "
+            "build one with `cardrag ingest` (or `make ingest`)"
+        )
+        assert health.json()["detail"] == expected
+        asked = client.post("/ask", json={"question": NARROW})
+        assert (asked.status_code, asked.json()) == (503, {"detail": expected})
+        ingest_folder(settings)  # no restart: the next request finds the index
+        assert client.get("/healthz").json()["cards"] == 4
+        assert client.post("/ask", json={"question": NARROW}).status_code == 200
+
+
+def test_concurrent_requests_and_a_reingest_while_serving_never_fail(
+    tmp_path: Path, shipped_cards: list[Card]
+) -> None:
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    for card in shipped_cards[:8]:
+        shutil.copy(card.source, cards)
+    settings = Settings(
+        cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL, card_vector=False
+    )
+    ingest_folder(settings)
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def hammer(base: str) -> None:
+        with httpx.Client(base_url=base, timeout=60) as http:
+            while not stop.is_set():
+                statuses.append(http.post("/ask", json={"question": NARROW}).status_code)
+
+    with live_server(settings) as base:
+        before = httpx.get(f"{base}/healthz").json()["index"]
+        workers = [threading.Thread(target=hammer, args=(base,)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for _ in range(2):  # two swaps: the index in use is replaced, then its successor
+            ingest_folder(settings)
+        stop.set()
+        for worker in workers:
+            worker.join()
+        after = httpx.get(f"{base}/healthz").json()["index"]
+    assert after != before
+    assert len(statuses) >= 8
+    assert set(statuses) == {200}
