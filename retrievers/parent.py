@@ -20,7 +20,7 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
 )
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import run_in_executor
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -89,6 +89,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
     rrf_c: int = Field(default=60, ge=1)
     """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
+    reranker: BaseDocumentCompressor | None = None
+    """Reorders the top ``rerank_candidates`` parents (e.g. the cross-encoder in
+    :mod:`retrievers.rerank`) before the best ``k`` are returned."""
+    rerank_candidates: int = Field(default=10, ge=1)
+    """Parents handed to the reranker (at least ``k``)."""
     _space: str | None = PrivateAttr(default=None)
 
     @classmethod
@@ -114,6 +119,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             "card_weight": settings.card_weight,
             "bm25_weight": settings.bm25_weight,
             "rrf_c": settings.rrf_c,
+            "reranker": reranker_from(settings),
+            "rerank_candidates": settings.rerank_candidates,
         }
         return cls(**{**values, **overrides})
 
@@ -137,9 +144,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     ) -> list[Document]:
         """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields."""
         want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
+        pool = max(want, self.rerank_candidates) if self.reranker is not None else want
         vector = self._embeddings.embed_query(query)
         lexical_hits = self._lexical(query)
-        fetch = first_fetch(want, self.fetch_multiplier, self.max_fetch)
+        fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
         while True:
             # each ranking gets its own window of the same size: children, card rows, BM25
             hits = self._search(vector, fetch, merge_filters(where, CHILD_ROWS))
@@ -158,10 +166,13 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
                 c=self.rrf_c,
             )
             parents = self.docstore.mget([p.parent_id for p in ranked])
-            docs, missing = assemble(ranked, parents, want, allow_restricted=self.allow_restricted)
-            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), want, floor)
+            docs, missing = assemble(ranked, parents, pool, allow_restricted=self.allow_restricted)
+            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), pool, floor)
             if fetch_more is None:
-                return finish(docs, missing)
+                docs = finish(docs, missing)
+                if self.reranker is not None and docs:
+                    docs = list(self.reranker.compress_documents(docs, query))
+                return docs[:want]
             fetch = fetch_more
 
     async def _aget_relevant_documents(
@@ -304,6 +315,15 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
 
 # -- pure helpers shared by the sync and async paths ------------------------------------------
+
+
+def reranker_from(settings: Settings) -> BaseDocumentCompressor | None:
+    """The cross-encoder reranker when ``settings.rerank`` is on (needs the ``rerank`` extra)."""
+    if not settings.rerank:
+        return None
+    from retrievers.rerank import CrossEncoderReranker, load_cross_encoder
+
+    return CrossEncoderReranker(model=load_cross_encoder(settings.threads))
 
 
 def first_fetch(k: int, multiplier: int, max_fetch: int) -> int:
