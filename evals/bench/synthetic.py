@@ -1,0 +1,59 @@
+"""Deterministic card-like documents for growth benchmarks: any number, same every run.
+
+Each card has a title and 3 to 6 paragraphs of 2 to 4 sentences drawn from a fixed vocabulary
+of patient-support words, so lengths (median ~1,100 characters) and structure match the
+shipped cards. The text means nothing; it only has to split, embed and index like a card.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from langchain_core.documents import Document
+
+from ingest import metadata as md
+
+_VOCABULARY = (
+    "tablet dose morning evening food stomach water pharmacist doctor nurse clinic fridge "
+    "insulin pen vial travel luggage alcohol milk tea coffee iron calcium vitamin routine "
+    "reminder organiser side effect nausea dizziness rash headache sleep kidney liver blood "
+    "pressure sugar heart breathing inhaler spacer cream patch drops injection needle week "
+    "month missed double skip label leaflet box storage heat light child pregnancy"
+)
+WORDS: tuple[str, ...] = tuple(_VOCABULARY.split())
+
+
+def sentence(rng: random.Random) -> str:
+    """One sentence of 7 to 16 words."""
+    words = [rng.choice(WORDS) for _ in range(rng.randint(7, 16))]
+    return " ".join(words).capitalize() + "."
+
+
+def synthetic_cards(n: int, seed: int = 0) -> Iterator[Document]:
+    """``n`` card-like parent documents, ids ``card-syn-000001`` onwards.
+
+    Example:
+        >>> [d.id for d in synthetic_cards(2)]
+        ['card-syn-000000', 'card-syn-000001']
+    """
+    for i in range(n):
+        rng = random.Random(seed * 1_000_003 + i)
+        paragraphs = [
+            " ".join(sentence(rng) for _ in range(rng.randint(2, 4)))
+            for _ in range(rng.randint(3, 6))
+        ]
+        card_id = f"card-syn-{i:06d}"
+        yield Document(
+            id=card_id,
+            page_content="\n\n".join(paragraphs),
+            metadata={
+                md.PARENT_ID: card_id,
+                md.TITLE: " ".join(rng.choice(WORDS) for _ in range(4)).capitalize(),
+                md.LICENSE: "CC0-1.0",
+                md.TOPICS: [rng.choice(WORDS)],
+                md.ACCESSED_AT: "2026-11-29",
+                md.SENSITIVITY: "public",
+                md.SOURCE: "synthetic",
+            },
+        )
