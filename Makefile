@@ -57,8 +57,8 @@ serve: .venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); i
 	@[ -e $${CARDRAG_STORE_DIR:-.cardrag}/current ] || $(PY) -m ingest
 	$(PY) -m app.cli serve --port $(or $(PORT),8000)
 
-bench: .venv ## retrieval latency against the floor (embed + one Chroma query), same run; not run in CI
-	$(PY) -m evals.bench.latency
+bench: .venv ## latency vs the floor, /ask, ingest throughput, growth to 100k cards -> evals/bench.md (not in CI)
+	$(PY) -m evals.bench
 
 lint: .venv ## ruff and mypy
 	$(VENV)/bin/ruff check .

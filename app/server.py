@@ -18,9 +18,11 @@ and the first request after ``cardrag ingest`` finds the new index and answers.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -228,6 +230,40 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+@contextmanager
+def running(settings: Settings, port: int = 0) -> Iterator[str]:
+    """Serve on loopback in a background thread for the block (tests, benchmarks).
+
+    Args:
+        settings: The server's settings.
+        port: The port; 0 picks a free one.
+
+    Yields:
+        The base URL, e.g. ``http://127.0.0.1:43121``.
+    """
+    import uvicorn
+
+    if port == 0:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            msg = "the server did not start"
+            raise RuntimeError(msg)
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:

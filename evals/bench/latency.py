@@ -3,27 +3,29 @@
 The floor is what any retriever must pay: one query embedding plus one Chroma query of the
 same first window. Every system answers the same golden questions, after a warm-up, with a
 fixed thread count; the figure that matters is the median ratio to the floor.
-
-Run: ``python -m evals.bench.latency`` (or ``make bench``).
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from evals.cases import load_golden_cases
-from evals.report import machine
-from ingest.cards import load_cards
-from ingest.embeddings import load_embeddings
+from langchain_classic.retrievers import ParentDocumentRetriever
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import InMemoryStore
+
+from evals.systems import reranker_available, whole_card_splitter
+from ingest import metadata as md
+from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import build_index, open_index
-from retrievers.parent import ScoredParentDocumentRetriever
+from ingest.store import build_index, open_index, open_vectorstore, upsert_documents
+from retrievers.parent import CHILD_ROWS, ScoredParentDocumentRetriever
+
+FLOOR = "floor: embed + 1 Chroma query"
 
 
 def timings(fn: Callable[[str], object], questions: list[str], rounds: int) -> list[float]:
@@ -45,54 +47,66 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(p / 100 * len(ordered)) - 1))]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print a Markdown table of p50/p95 and the ratio to the floor."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
-    settings = Settings()
-    embeddings = load_embeddings(settings.embedding_model, settings.threads)
-    questions = [c.query for c in load_golden_cases()]
-    with tempfile.TemporaryDirectory() as tmp:
-        splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
-        build_index(load_cards(settings.cards_dir), Path(tmp), embeddings, splitter, progress=False)
-        index = open_index(Path(tmp), embeddings)
-        window = settings.k * settings.fetch_multiplier
+def summary(results: dict[str, list[float]], floor: str = FLOOR) -> list[dict[str, Any]]:
+    """p50, p95 and the p50 ratio to the floor, per system."""
+    base = statistics.median(results[floor])
+    return [
+        {
+            "system": name,
+            "p50_ms": round(1000 * statistics.median(values), 2),
+            "p95_ms": round(1000 * percentile(values, 95), 2),
+            "ratio": round(statistics.median(values) / base, 2),
+        }
+        for name, values in results.items()
+    ]
 
-        def floor(q: str) -> object:
-            vector = embeddings.embed_query(q)
-            return index.vectorstore.similarity_search_by_vector_with_relevance_scores(
-                vector, k=window
-            )
 
-        systems: dict[str, Callable[[str], object]] = {"floor: embed + 1 Chroma query": floor}
-        for name, overrides in {
-            "children (dense only)": {"hybrid": False, "card_vector": False},
-            "hybrid (dense + BM25)": {"hybrid": True, "card_vector": False},
-            "hybrid + card rows": {"hybrid": True, "card_vector": True},
-            "ours (settings)": {},
-        }.items():
-            retriever = ScoredParentDocumentRetriever.from_index(
-                index, settings.model_copy(update=overrides)
-            )
-            systems[name] = retriever.invoke
-        results = {name: timings(fn, questions, args.rounds) for name, fn in systems.items()}
-    base = statistics.median(results["floor: embed + 1 Chroma query"])
-    print(
-        f"Machine: {machine()}; model {settings.embedding_model}, {settings.threads} thread(s); "
-        f"{len(questions)} golden questions x {args.rounds} rounds after a warm-up; "
-        f"k={settings.k}.\n"
+def latency(
+    cards: list[Card],
+    questions: list[str],
+    embeddings: Embeddings,
+    settings: Settings,
+    workdir: Path,
+    rounds: int,
+) -> list[dict[str, Any]]:
+    """Every system over the same index (card-atomic over its own), warm, same run."""
+    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
+    build_index(cards, workdir / "store", embeddings, splitter, progress=False)
+    index = open_index(workdir / "store", embeddings)
+    atomic_store = open_vectorstore(workdir / "atomic", embeddings)
+    docs = [c.to_document() for c in cards]
+    upsert_documents(atomic_store, InMemoryStore(), whole_card_splitter(), docs)
+    window = settings.k * settings.fetch_multiplier
+
+    def floor(q: str) -> object:
+        vector = embeddings.embed_query(q)
+        return index.vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=window)
+
+    vanilla = ParentDocumentRetriever(
+        vectorstore=index.vectorstore,
+        docstore=index.docstore,
+        child_splitter=splitter,
+        id_key=md.PARENT_ID,
+        search_kwargs={"k": settings.k, "filter": CHILD_ROWS},
     )
-    print("| system | p50 ms | p95 ms | p50 / floor |")
-    print("|---|---|---|---|")
-    for name, values in results.items():
-        p50 = statistics.median(values)
-        print(
-            f"| {name} | {1000 * p50:.2f} | {1000 * percentile(values, 95):.2f} "
-            f"| {p50 / base:.2f}x |"
+    atomic = ScoredParentDocumentRetriever(
+        vectorstore=atomic_store, docstore=index.docstore, k=settings.k
+    )
+    systems: dict[str, Callable[[str], object]] = {
+        FLOOR: floor,
+        "card-atomic": atomic.invoke,
+        "vanilla ParentDocumentRetriever": vanilla.invoke,
+    }
+    variants: dict[str, dict[str, Any]] = {
+        "children (dense only)": {"hybrid": False, "card_vector": False},
+        "hybrid (dense + BM25)": {"hybrid": True, "card_vector": False},
+        "ours (shipped settings)": {},
+    }
+    if reranker_available():
+        variants["ours + reranker (top 10)"] = {"rerank": True}
+    for name, overrides in variants.items():
+        retriever = ScoredParentDocumentRetriever.from_index(
+            index, settings.model_copy(update=overrides)
         )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        systems[name] = retriever.invoke
+    return summary({name: timings(fn, questions, rounds) for name, fn in systems.items()})

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from app.server import running as live_server
 from ingest.cards import Card
 from ingest.settings import Settings
-from tests.app.conftest import live_server
 from tests.conftest import REAL_MODEL
 
 CHROMIUM_FLAGS = [

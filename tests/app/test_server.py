@@ -10,10 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.server import create_app
+from app.server import running as live_server
 from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.store import ingest_folder
-from tests.app.conftest import live_server
 from tests.conftest import REAL_MODEL
 
 NARROW = "How long can an insulin pen stay out of the fridge?"

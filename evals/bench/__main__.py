@@ -1,0 +1,131 @@
+"""``make bench``: latency, API, ingest throughput and growth in one run → ``evals/bench.md``.
+
+Not a test and not run in CI: timings depend on the machine and on what else runs on it.
+Every ratio is against a baseline measured in the same run. ``--quick`` skips the 100k growth
+point and repeats less (for trying the script, not for the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from evals.bench.api import ask_latency
+from evals.bench.growth import run_sizes
+from evals.bench.ingest import cold, throughput
+from evals.bench.latency import latency
+from evals.cases import load_golden_cases
+from evals.report import machine
+from ingest.cards import load_cards
+from ingest.embeddings import load_embeddings
+from ingest.settings import Settings
+from ingest.store import ingest_folder
+
+OUT = Path(__file__).resolve().parent.parent / "bench.md"
+
+
+def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
+    """The Markdown report."""
+    lines = [
+        "# Benchmarks (`make bench`)",
+        "",
+        f"Run {header['run_at']} on {header['machine']}; model `{header['model']}`, "
+        f"{header['threads']} thread(s); medians after a warm-up; each ratio is against a "
+        "baseline measured in the same run.",
+        "",
+        "## Retrieval latency, warm `invoke`, shipped corpus",
+        "",
+        f"{header['questions']} golden questions x {header['rounds']} rounds, k=4.",
+        "",
+        "| system | p50 ms | p95 ms | p50 / floor |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['system']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio']}x |"
+        for r in sections["latency"]
+    ]
+    api = sections["api"]
+    lines += [
+        "",
+        "## Web API, `POST /ask` over HTTP (retrieve + answer + verify, offline answerer)",
+        "",
+        f"{api['requests']} sequential requests: p50 {api['p50_ms']} ms, p95 {api['p95_ms']} ms.",
+    ]
+    ing = sections["ingest"]
+    lines += [
+        "",
+        "## Ingest",
+        "",
+        "| rows embedded | raw `embed_documents` rows/s | whole ingest rows/s | ratio | "
+        "cold `python -m ingest`, 38 cards |",
+        "|---|---|---|---|---|",
+        f"| {ing['rows']} | {ing['embed_rows_per_s']} | {ing['ingest_rows_per_s']} "
+        f"| {ing['ratio']}x | {ing['cold_ingest_s']} s |",
+    ]
+    lines += [
+        "",
+        "## Growth (synthetic card-like documents, hashed 384-d embedding; see growth.py)",
+        "",
+        "| cards | rows | build s | peak RSS MB | floor p50 | card-atomic p50 | vanilla p50 "
+        "| ours p50 | ours p95 | ours / floor |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in sections["growth"]:
+        p50 = g["p50_ms"]
+        lines.append(
+            f"| {g['cards']:,} | {g['rows']:,} | {g['build_s']} | {g['peak_rss_mb']} "
+            f"| {p50['floor']} | {p50['card-atomic']} | {p50['vanilla-pdr']} | {p50['ours']} "
+            f"| {g['p95_ms']['ours']} | {p50['ours'] / p50['floor']:.1f}x |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and write ``evals/bench.md``."""
+    parser = argparse.ArgumentParser(prog="python -m evals.bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    settings = Settings()
+    rounds = 1 if args.quick else args.rounds
+    embeddings = load_embeddings(settings.embedding_model, settings.threads)
+    cards = load_cards(settings.cards_dir)
+    questions = [c.query for c in load_golden_cases()]
+    sections: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="cardrag-bench-") as tmp:
+        work = Path(tmp)
+        print("latency ...", flush=True)
+        sections["latency"] = latency(cards, questions, embeddings, settings, work / "lat", rounds)
+        print("api ...", flush=True)
+        api_settings = settings.model_copy(update={"store_dir": work / "api"})
+        ingest_folder(api_settings)
+        sections["api"] = ask_latency(api_settings, questions, 30 if args.quick else 100)
+        print("ingest ...", flush=True)
+        sections["ingest"] = {
+            **throughput(cards, embeddings, settings, work / "ing", 1 if args.quick else 3),
+            **cold(work, settings),
+        }
+        print("growth ...", flush=True)
+        sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+        sections["growth"] = run_sizes(sizes, rounds)
+    header = {
+        "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "model": settings.embedding_model,
+        "threads": settings.threads,
+        "questions": len(questions),
+        "rounds": rounds,
+    }
+    text = render(header, sections)
+    OUT.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
