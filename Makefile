@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared bench serve notebook
+.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared bench serve notebook tune
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ eval-shared: .venv ## the retrieval comparison on every ../shared dataset presen
 		[ -f $$d/corpus.jsonl ] && $(PY) -m evals.run --dataset $$d --level paragraph; \
 		[ -f $$d/parents.jsonl ] && $(PY) -m evals.run --dataset $$d --level article; \
 	done; true
+
+tune: .venv ## choose chunk budgets and fusion weights on the golden set (CASES=, DATASET=) -> cardrag.toml
+	$(PY) -m app.cli tune $(if $(CASES),--cases $(CASES)) $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
 
 notebook: .venv ## execute notebooks/chunking_budgets.ipynb (nbmake; CI runs it)
 	$(PY) -m pytest -p no:cacheprovider --nbmake --nbmake-timeout=900 notebooks/chunking_budgets.ipynb

@@ -1,4 +1,4 @@
-"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve``, ``serve`` and ``demo``.
+"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve``, ``serve``, ``tune``, ``demo``.
 
 Bad input (an empty or over-long question, a missing store, a bad card) prints one clear line
 on stderr and exits 2; it never prints a traceback.
@@ -106,10 +106,19 @@ def main(argv: list[str] | None = None) -> int:
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=int, default=None, help="cards to retrieve")
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
+    sub.add_parser(
+        "tune", help="choose chunk budgets and fusion weights on your cases", add_help=False
+    )
     p_serve = sub.add_parser("serve", help="the web page and JSON API (uvicorn)")
     p_serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     p_serve.add_argument("--port", type=int, default=8000, help="port to listen on")
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "tune":  # its own options: `cardrag tune --help`
+        from evals.tune import main as tune_main
+
+        return tune_main(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     settings = Settings()
     try:
         if args.command == "ingest":

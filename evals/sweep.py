@@ -8,13 +8,14 @@ an index is built once per ``(chunker, chunk_size, chunk_overlap)`` and every fu
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
@@ -125,3 +126,31 @@ def sweep(
         built = indexes[key]
         out.append((settings, built, score(built, settings, queries, qrels)))
     return out
+
+
+class CachedScores:
+    """A cross-encoder whose scores are memoised by ``(question, passage)``.
+
+    Candidates that differ only in fusion weights hand the reranker mostly the same parents;
+    each pair is scored once per process.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.cache: dict[tuple[str, str], float] = {}
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        """Scores of the passages, computing only the pairs not seen before."""
+        missing = [p for p in dict.fromkeys(passages) if (query, p) not in self.cache]
+        if missing:
+            for passage, value in zip(missing, self.model.score(query, missing), strict=True):
+                self.cache[(query, passage)] = value
+        return [self.cache[(query, p)] for p in passages]
+
+
+@functools.cache
+def shared_reranker(threads: int) -> BaseDocumentCompressor:
+    """The cross-encoder reranker with a score cache, one per process."""
+    from retrievers.rerank import CrossEncoderReranker, load_cross_encoder
+
+    return CrossEncoderReranker(model=CachedScores(load_cross_encoder(threads)))

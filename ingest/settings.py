@@ -6,14 +6,23 @@ vector store and the parent store live in a folder of the project.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The folder that holds ``pyproject.toml`` (also the default home of the store)."""
+SETTINGS_FILE = PROJECT_ROOT / "cardrag.toml"
+"""Settings written by ``cardrag tune`` (``CARDRAG_SETTINGS_FILE`` points elsewhere);
+environment variables override it, it overrides the defaults."""
 
 Chunker = Literal["none", "parent_child", "sentence_window"]
 """The ways a card can be split into children (``CARDRAG_CHUNKER``)."""
@@ -118,6 +127,19 @@ class Settings(BaseSettings):
 
     prompt_budget: int = Field(default=600, gt=0)
     """Characters of each card that enter the prompt, windowed around the matched passage."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then ``CARDRAG_*`` variables, then the tuned settings file, then defaults."""
+        path = Path(os.environ.get("CARDRAG_SETTINGS_FILE") or SETTINGS_FILE)
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, path))
 
     @property
     def gate(self) -> float:

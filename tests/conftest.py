@@ -13,6 +13,8 @@ from langchain_core.embeddings import Embeddings
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# a tuned cardrag.toml in a developer's checkout must not change what the tests see
+os.environ["CARDRAG_SETTINGS_FILE"] = os.devnull
 
 from ingest.cards import Card, load_cards
 from ingest.embeddings import load_embeddings
