@@ -114,11 +114,8 @@ def _timed_run(
         started = time.perf_counter()
         docs = search(text)
         times.append(time.perf_counter() - started)
-        # the fused order is the ranking when there is one; vanilla has no score: 1/rank
-        run[qid] = {
-            str(d.id): float(d.metadata.get(md.FUSED_SCORE) or d.metadata.get(md.SCORE, 1.0 / rank))
-            for rank, d in enumerate(docs, 1)
-        }
+        # the order returned is the ranking (fused, reranked, or vanilla's, which has no score)
+        run[qid] = {str(d.id): float(len(docs) - rank) for rank, d in enumerate(docs)}
         # for k-parent retrievers the top ask_k of a deeper list is what asking for ask_k returns
         counts.append(len(docs[:ask_k]))
     return SystemRun(
