@@ -17,7 +17,7 @@ from app.reply import Reply, RetrievedCard
 from ingest import __main__ as ingest_main
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
-from ingest.store import ModelMismatchError, StoreMissingError, open_index
+from ingest.store import ModelMismatchError, StoreMissingError, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
@@ -26,7 +26,7 @@ DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
 def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
     """The retriever over the current index, configured from settings."""
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
-    index = open_index(settings.store_dir, embeddings, settings.embedding_model)
+    index = open_current(settings, embeddings)
     return ScoredParentDocumentRetriever.from_index(index, settings)
 
 

@@ -12,7 +12,7 @@ from langchain_core.retrievers import BaseRetriever
 from app.extractive import ExtractiveAnswerer
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
-from ingest.store import Index, open_index
+from ingest.store import Index, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
 
@@ -47,7 +47,7 @@ class Context:
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
         """Open the current index and build the offline defaults from ``settings``."""
         embeddings = load_embeddings(settings.embedding_model, settings.threads)
-        index = open_index(settings.store_dir, embeddings, settings.embedding_model)
+        index = open_current(settings, embeddings)
         return cls.from_index(index, settings, embeddings, **overrides)
 
     @classmethod

@@ -1,10 +1,11 @@
 """The web API and page: ``POST /ask``, ``GET /cards/{id}``, ``GET /healthz`` and ``/``.
 
 ``cardrag serve`` (or ``make serve``) runs it with uvicorn. The embedding model loads once at
-start-up. The index is whatever the store's ``current`` link points to: each request checks the
-link (one ``readlink``) and, after a re-ingest swapped it, opens the new index before
-answering. The index being replaced stays on disk for one generation (see
-:func:`ingest.store.swap_current`), so a request already running on it finishes normally.
+start-up. The index is whatever the store's pointer names (the ``current`` link, or the
+pointer collection on a Chroma server): each request reads it (one ``readlink`` or one Chroma
+call) and, after a re-ingest moved it, opens the new generation before answering. The
+generation being replaced is kept (see :func:`ingest.store.swap_current`), so a request
+already running on it finishes normally.
 
 Requests are answered one at a time (a lock around the graph): the model runs one thread by
 design, the local Chroma client and the model's C engine are not documented as thread-safe,
@@ -41,7 +42,7 @@ from ingest import metadata as md
 from ingest.cards import CARD_ID
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
-from ingest.store import CURRENT, StoreMissingError, open_index
+from ingest.store import StoreMissingError, current_generation, open_current
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +102,8 @@ class Health(BaseModel):
 class Served:
     """The open index and the graph context built on it."""
 
-    path: Path
-    """The index folder ``current`` pointed to when it was opened."""
+    generation: str
+    """The index generation the pointer named when it was opened."""
     context: Context
     """The graph's run context over that index."""
     docstore: BaseStore[str, Document]
@@ -122,34 +123,29 @@ class Service:
         self.answering = threading.Lock()
 
     def current(self) -> Served:
-        """The index to answer from, reopened when a re-ingest has moved ``current``.
+        """The index to answer from, reopened when a re-ingest has moved the pointer.
 
         Raises:
             StoreMissingError: when the store holds no index.
         """
-        link = self.settings.store_dir / CURRENT
-        if not link.exists():
-            msg = (
-                f"{self.settings.store_dir}: no index found; "
-                "build one with `cardrag ingest` (or `make ingest`)"
-            )
-            raise StoreMissingError(msg)
-        target = link.resolve()
+        generation = current_generation(self.settings)
         served = self.served
-        if served is not None and served.path == target:
+        if served is not None and served.generation == generation:
             return served
         with self._reload:
-            if self.served is None or self.served.path != target:
+            if self.served is None or self.served.generation != generation:
                 self.served = self._open()
-                logger.info("serving index %s", self.served.path.name)
+                logger.info("serving index %s", self.served.generation)
             return self.served
 
     def _open(self) -> Served:
-        settings = self.settings
-        index = open_index(settings.store_dir, self.embeddings, settings.embedding_model)
-        context = Context.from_index(index, settings, self.embeddings)
+        index = open_current(self.settings, self.embeddings)
+        context = Context.from_index(index, self.settings, self.embeddings)
         return Served(
-            path=index.path, context=context, docstore=index.docstore, manifest=index.manifest
+            generation=index.generation,
+            context=context,
+            docstore=index.docstore,
+            manifest=index.manifest,
         )
 
 
@@ -183,7 +179,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse(body.model_dump(), status_code=503)
         return Health(
             loaded=True,
-            index=served.path.name,
+            index=served.generation,
             embedding_model=model,
             cards=int(served.manifest.get("cards", 0)),
             children=int(served.manifest.get("children", 0)),

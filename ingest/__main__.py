@@ -33,7 +33,8 @@ def run(settings: Settings, cards: Path | None, *, clean: bool) -> int:
     m = index.manifest
     print(
         f"ingested {m['cards']} cards into {m['children']} children "
-        f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s -> {index.path}"
+        f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s "
+        f"-> {index.generation}"
     )
     return 0
 

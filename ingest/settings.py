@@ -56,6 +56,17 @@ class Settings(BaseSettings):
     threads: int = Field(default=1, ge=1)
     """Torch threads for embedding. Fixed, because two threads collapse under CPU contention."""
 
+    chroma_url: str | None = None
+    """A Chroma server (``http://127.0.0.1:8000``) instead of the embedded store on disk; the
+    live index is the collection a pointer collection names, swapped on re-ingest."""
+
+    parent_store: str | None = None
+    """Where parent cards live: unset (inside the index folder), a folder, ``memory`` (this
+    process only) or a Redis URL (``redis://host:port/0``) that every worker reaches."""
+
+    namespace: str = Field(default="cardrag", pattern=r"^[a-z0-9][a-z0-9_-]{1,40}$")
+    """Prefix of the collections and Redis keys of this knowledge base on shared servers."""
+
     cards_dir: Path = PROJECT_ROOT / "data" / "cards"
     """Folder of Markdown cards with YAML front matter."""
 

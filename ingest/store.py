@@ -41,7 +41,7 @@ from langchain_chroma import Chroma
 from langchain_classic.storage import EncoderBackedStore, LocalFileStore
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.stores import BaseStore
+from langchain_core.stores import BaseStore, InMemoryByteStore
 from tqdm.auto import tqdm
 
 from ingest import metadata as md
@@ -80,9 +80,14 @@ def chroma_client(path: Path) -> ClientAPI:
 
 def open_vectorstore(path: Path, embeddings: Embeddings) -> Chroma:
     """The children collection under ``path``, created with the cosine space if new."""
+    return open_collection(chroma_client(path), COLLECTION_NAME, embeddings)
+
+
+def open_collection(client: ClientAPI, name: str, embeddings: Embeddings) -> Chroma:
+    """A children collection on any Chroma client (on disk or over HTTP), cosine space."""
     return Chroma(
-        client=chroma_client(path),
-        collection_name=COLLECTION_NAME,
+        client=client,
+        collection_name=name,
         embedding_function=embeddings,
         collection_configuration=CreateCollectionConfiguration(
             hnsw=CreateHNSWConfiguration(space=DISTANCE_SPACE)
@@ -130,12 +135,67 @@ def deserialize_parent(data: bytes) -> Document:
 
 def open_parent_store(path: Path) -> BaseStore[str, Document]:
     """Parent cards on disk: ``LocalFileStore`` with a versioned JSON encoding."""
+    return encoded(LocalFileStore(path))
+
+
+def encoded(store: BaseStore[str, bytes]) -> BaseStore[str, Document]:
+    """Any byte store as a parent store: the same versioned JSON records everywhere."""
     return EncoderBackedStore(
-        LocalFileStore(path),
+        store,
         key_encoder=lambda key: key,
         value_serializer=serialize_parent,
         value_deserializer=deserialize_parent,
     )
+
+
+_MEMORY: dict[str, InMemoryByteStore] = {}
+"""Parent stores of ``CARDRAG_PARENT_STORE=memory``, per index generation (this process)."""
+
+
+def parent_store(spec: str | None, generation: str, default: Path) -> BaseStore[str, Document]:
+    """The parent store of one index generation, wherever ``CARDRAG_PARENT_STORE`` says.
+
+    Args:
+        spec: ``None`` (the folder ``default``), ``memory``, a Redis URL (``redis://...``,
+            LangChain's ``RedisStore``, keys prefixed ``cardrag:{generation}/``), or a folder
+            (one subfolder per generation).
+        generation: The index generation the parents belong to.
+        default: The folder used when ``spec`` is None.
+    """
+    if spec is None:
+        return open_parent_store(default)
+    if spec == "memory":
+        return encoded(_MEMORY.setdefault(generation, InMemoryByteStore()))
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        return encoded(redis_store(spec, generation))
+    return open_parent_store(Path(spec) / generation)
+
+
+def redis_store(url: str, generation: str) -> BaseStore[str, bytes]:
+    """LangChain's Redis byte store for one generation (``pip install 'cardrag[distributed]'``)."""
+    try:
+        from langchain_community.storage import RedisStore
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        msg = "a Redis parent store needs the extra: pip install 'cardrag[distributed]'"
+        raise ImportError(msg) from exc
+    namespace = generation if ":" in generation else f"cardrag:{generation}"
+    store: BaseStore[str, bytes] = RedisStore(redis_url=url, namespace=namespace)
+    return store
+
+
+def drop_parent_store(spec: str | None, generation: str) -> None:
+    """Remove one generation's parents from a store outside the index folder."""
+    if spec is None:
+        return  # inside the index folder: removed with it
+    if spec == "memory":
+        _MEMORY.pop(generation, None)
+    elif spec.startswith(("redis://", "rediss://", "unix://")):
+        store = redis_store(spec, generation)
+        keys = list(store.yield_keys())
+        for start in range(0, len(keys), 1000):
+            store.mdelete(keys[start : start + 1000])
+    else:
+        shutil.rmtree(Path(spec) / generation, ignore_errors=True)
 
 
 def upsert_documents(
@@ -218,13 +278,20 @@ class Index:
     """What the index was built with (model, budgets, counts)."""
     bm25: BM25Index | None = None
     """BM25 over the same children (None for indexes built before it existed)."""
+    generation: str = ""
+    """The index generation's name (``index-<time>-<id>``); a re-ingest makes a new one."""
 
 
 class ModelMismatchError(ValueError):
     """The index was built with another embedding model than the one configured."""
 
 
-def open_index(store_dir: Path, embeddings: Embeddings, model: str | None = None) -> Index:
+def open_index(
+    store_dir: Path,
+    embeddings: Embeddings,
+    model: str | None = None,
+    parents: str | None = None,
+) -> Index:
     """Open the index the ``current`` link points to.
 
     Args:
@@ -232,6 +299,7 @@ def open_index(store_dir: Path, embeddings: Embeddings, model: str | None = None
         embeddings: The embedding model for queries.
         model: The configured model's name; when given, it must be the one the index was built
             with (vectors of different models are not comparable, even at equal dimensions).
+        parents: ``CARDRAG_PARENT_STORE`` (None: the index folder's own ``parents/``).
 
     Raises:
         StoreMissingError: when nothing has been ingested into ``store_dir``.
@@ -243,21 +311,50 @@ def open_index(store_dir: Path, embeddings: Embeddings, model: str | None = None
         raise StoreMissingError(msg)
     path = link.resolve()
     manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    built_with = manifest.get("embedding_model")
-    if model is not None and built_with is not None and built_with != model:
-        msg = (
-            f"{path}: built with embedding model {built_with!r} but {model!r} is configured; "
-            "re-ingest (`cardrag ingest`) or set CARDRAG_EMBEDDING_MODEL"
-        )
-        raise ModelMismatchError(msg)
+    check_model(str(path), manifest, model)
     bm25 = BM25Index.load(path / "bm25") if (path / "bm25").is_dir() else None
     return Index(
         path=path,
         vectorstore=open_vectorstore(path / "chroma", embeddings),
-        docstore=open_parent_store(path / "parents"),
+        docstore=parent_store(parents, path.name, path / "parents"),
         manifest=manifest,
         bm25=bm25,
+        generation=path.name,
     )
+
+
+def check_model(where: str, manifest: dict[str, Any], model: str | None) -> None:
+    """Refuse an index built with another embedding model than the configured one."""
+    built_with = manifest.get("embedding_model")
+    if model is not None and built_with is not None and built_with != model:
+        msg = (
+            f"{where}: built with embedding model {built_with!r} but {model!r} is configured; "
+            "re-ingest (`cardrag ingest`) or set CARDRAG_EMBEDDING_MODEL"
+        )
+        raise ModelMismatchError(msg)
+
+
+def new_generation() -> str:
+    """A fresh, sortable index generation name."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    return f"index-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def make_manifest(
+    splitter: CardSplitter, cards: int, children: int, extra: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What an index records about how it was built."""
+    return {
+        **(extra or {}),
+        "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "cards": cards,
+        "children": children,
+        "chunk_size": splitter._chunk_size,
+        "chunk_overlap": splitter.overlap,
+        "chunker": splitter.mode,
+        "distance_space": DISTANCE_SPACE,
+        "parent_format_version": PARENT_FORMAT_VERSION,
+    }
 
 
 def build_index(
@@ -269,6 +366,7 @@ def build_index(
     extra_manifest: dict[str, Any] | None = None,
     progress: bool = True,
     languages: Sequence[str] = ("en",),
+    parents: str | None = None,
 ) -> Index:
     """Build a complete new index beside the current one, then swap it in atomically.
 
@@ -280,44 +378,41 @@ def build_index(
         extra_manifest: Recorded in ``manifest.json`` (e.g. the model name).
         progress: Show progress bars.
         languages: Languages of the cards, for BM25 stop words.
+        parents: ``CARDRAG_PARENT_STORE`` (None: inside the index folder).
 
     Returns:
         The new index, opened.
     """
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-    path = store_dir / f"index-{stamp}-{uuid.uuid4().hex[:6]}"
+    path = store_dir / new_generation()
     try:
         vectorstore = open_vectorstore(path / "chroma", embeddings)
-        docstore = open_parent_store(path / "parents")
+        docstore = parent_store(parents, path.name, path / "parents")
         ids = upsert_documents(
             vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=progress
         )
         bm25 = BM25Index.from_vectorstore(vectorstore, languages)
         bm25.save(path / "bm25")
-        manifest = {
-            **(extra_manifest or {}),
-            "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "cards": len(cards),
-            "children": len(ids),
-            "chunk_size": splitter._chunk_size,
-            "chunk_overlap": splitter.overlap,
-            "distance_space": DISTANCE_SPACE,
-            "parent_format_version": PARENT_FORMAT_VERSION,
-        }
+        manifest = make_manifest(splitter, len(cards), len(ids), extra_manifest)
         (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     except BaseException:
         logger.warning("ingest failed; removing the partial index %s", path.name)
         shutil.rmtree(path, ignore_errors=True)
+        drop_parent_store(parents, path.name)
         raise
-    swap_current(store_dir, path)
+    swap_current(store_dir, path, parents)
     return Index(
-        path=path, vectorstore=vectorstore, docstore=docstore, manifest=manifest, bm25=bm25
+        path=path,
+        vectorstore=vectorstore,
+        docstore=docstore,
+        manifest=manifest,
+        bm25=bm25,
+        generation=path.name,
     )
 
 
-def swap_current(store_dir: Path, target: Path) -> None:
+def swap_current(store_dir: Path, target: Path, parents: str | None = None) -> None:
     """Point ``current`` at ``target`` atomically, keep the previous index, drop older ones."""
     link = store_dir / CURRENT
     previous = link.resolve() if link.exists() else None
@@ -328,6 +423,7 @@ def swap_current(store_dir: Path, target: Path) -> None:
     for old in store_dir.glob("index-*"):
         if old.name not in keep:
             shutil.rmtree(old, ignore_errors=True)
+            drop_parent_store(parents, old.name)
 
 
 def ingest_folder(
@@ -348,6 +444,10 @@ def ingest_folder(
         shutil.rmtree(settings.store_dir)
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
     splitter = CardSplitter.from_settings(settings)
+    if settings.chroma_url:
+        from ingest.servers import build_remote
+
+        return build_remote(cards, settings, embeddings, splitter)
     return build_index(
         cards,
         settings.store_dir,
@@ -355,4 +455,35 @@ def ingest_folder(
         splitter,
         extra_manifest={"embedding_model": settings.embedding_model},
         languages=settings.bm25_languages,
+        parents=settings.parent_store,
     )
+
+
+def open_current(settings: Settings, embeddings: Embeddings) -> Index:
+    """The live index wherever the settings put it: a store folder, or a Chroma server."""
+    if settings.chroma_url:
+        from ingest.servers import open_remote
+
+        return open_remote(settings, embeddings)
+    model = settings.embedding_model
+    return open_index(settings.store_dir, embeddings, model, settings.parent_store)
+
+
+def current_generation(settings: Settings) -> str:
+    """The live index generation's name; one cheap read (a link, or one Chroma call).
+
+    Raises:
+        StoreMissingError: when nothing has been ingested.
+    """
+    if settings.chroma_url:
+        from ingest.servers import read_pointer
+
+        return read_pointer(settings.chroma_url, settings.namespace)[0]
+    link = settings.store_dir / CURRENT
+    if not link.exists():
+        msg = (
+            f"{settings.store_dir}: no index found; "
+            "build one with `cardrag ingest` (or `make ingest`)"
+        )
+        raise StoreMissingError(msg)
+    return link.resolve().name

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,3 +95,103 @@ def shared_dataset() -> Iterator[Path]:
     if not (SHARED / "datasets").is_dir():
         pytest.skip("../shared/datasets is not present")
     yield SHARED / "datasets"
+
+
+# -- real servers on loopback, started and stopped by this process ---------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def system_package(command: str, package: str) -> str:
+    """The path of a Debian package's command, installed with apt when missing and possible.
+
+    Skips when it cannot be had, unless ``CARDRAG_CI=1`` (set by ``.ci/run``): then it fails.
+    """
+    found = shutil.which(command)
+    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
+        install = ["apt-get", "install", "-y", "-q", package]
+        if subprocess.run(install, capture_output=True, check=False).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], capture_output=True, check=False)
+            subprocess.run(install, capture_output=True, check=False)
+        found = shutil.which(command)
+    if found is None:
+        reason = f"Debian's {package} is not installed and cannot be installed here"
+        if os.environ.get("CARDRAG_CI") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
+
+
+def wait_until(
+    ready: object, what: str, proc: subprocess.Popen[bytes], seconds: float = 60
+) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if callable(ready) and ready():
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            msg = f"{what} did not start"
+            raise RuntimeError(msg)
+        time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``chroma run`` (from the chromadb package) on a free loopback port."""
+    port = free_port()
+    chroma = Path(sys.executable).parent / "chroma"
+    path = tmp_path_factory.mktemp("chroma-server")
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as response:
+            return bool(response.status == 200)
+
+    wait_until(ready, "chroma run", proc)
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """Debian's ``redis-server`` on a free loopback port, no persistence."""
+    server = system_package("redis-server", "redis-server")
+    port = free_port()
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def ready() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+
+    wait_until(ready, "redis-server", proc)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop(proc)

@@ -1,15 +1,12 @@
 """The page in a real browser: Playwright driving Debian's Chromium (never a downloaded one).
 
 The set-up installs Debian's ``chromium`` package when it is missing (CI runs as root). Where
-that is impossible the tests skip, unless ``CARDRAG_REQUIRE_BROWSER=1`` (set by ``.ci/run``),
-where they fail instead.
+that is impossible the tests skip, unless ``CARDRAG_CI=1`` (set by ``.ci/run``), where they
+fail instead.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from app.server import running as live_server
 from ingest.cards import Card
 from ingest.settings import Settings
-from tests.conftest import REAL_MODEL
+from tests.conftest import REAL_MODEL, system_package
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -33,26 +30,9 @@ CHROMIUM_FLAGS = [
 NARROW = "How long can an insulin pen stay out of the fridge?"
 
 
-def chromium_path() -> str | None:
-    """Debian's Chromium, installed with apt when missing and possible."""
-    found = shutil.which("chromium")
-    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
-        install = ["apt-get", "install", "-y", "-q", "chromium"]
-        if subprocess.run(install, capture_output=True, check=False).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], capture_output=True, check=False)
-            subprocess.run(install, capture_output=True, check=False)
-        found = shutil.which("chromium")
-    return found
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    path = chromium_path()
-    if path is None:
-        reason = "Debian's chromium is not installed and cannot be installed here"
-        if os.environ.get("CARDRAG_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    path = system_package("chromium", "chromium")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
         yield browser

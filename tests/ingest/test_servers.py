@@ -1,0 +1,219 @@
+"""Client-server mode against real servers on loopback: ``chroma run`` and ``redis-server``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import chromadb
+import httpx
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from app.context import Context
+from app.graph import answer
+from app.server import create_app
+from ingest.cards import Card
+from ingest.settings import Settings
+from ingest.store import current_generation, ingest_folder, parent_store
+from retrievers.parent import ScoredParentDocumentRetriever
+from tests.conftest import REAL_MODEL, free_port, stop, wait_until
+
+QUESTIONS = [
+    "How long can an insulin pen stay out of the fridge?",
+    "Can I drink milk with my antibiotic?",
+    "Am I supposed to take it on an empty stomach?",
+]
+
+
+@pytest.fixture(scope="module")
+def cards(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]) -> Path:
+    folder = tmp_path_factory.mktemp("server-cards")
+    picked = [c for c in shipped_cards if c.sensitivity == "restricted"] + shipped_cards[:12]
+    for card in picked:
+        shutil.copy(card.source, folder)
+    return folder
+
+
+def settings_for(root: Path, cards: Path, **servers: str) -> Settings:
+    return Settings(
+        cards_dir=cards, store_dir=root, embedding_model=REAL_MODEL, min_similarity=-1.0, **servers
+    )
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory, cards: Path) -> Settings:
+    settings = settings_for(tmp_path_factory.mktemp("embedded"), cards)
+    ingest_folder(settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def remote(
+    tmp_path_factory: pytest.TempPathFactory, cards: Path, chroma_url: str, redis_url: str
+) -> Settings:
+    settings = settings_for(
+        tmp_path_factory.mktemp("remote"), cards, chroma_url=chroma_url, parent_store=redis_url
+    )
+    ingest_folder(settings)
+    return settings
+
+
+def _view(settings: Settings, question: str, **kwargs: object) -> list[tuple[object, ...]]:
+    docs = Context.from_settings(settings).retriever.invoke(question, **kwargs)
+    return [
+        (d.id, round(d.metadata["score"], 5), d.metadata["matched_child_id"], d.page_content)
+        for d in docs
+    ]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_client_server_retrieval_equals_embedded(
+    embedded: Settings, remote: Settings, question: str
+) -> None:
+    assert _view(remote, question) == _view(embedded, question)
+    food = {"topics": {"$contains": "food-timing"}}
+    assert _view(remote, question, filter=food, k=2) == _view(embedded, question, filter=food, k=2)
+
+
+def test_the_graph_and_the_api_answer_the_same_from_servers(
+    embedded: Settings, remote: Settings
+) -> None:
+    question = QUESTIONS[0]
+    here = rounded(answer(question, Context.from_settings(embedded)).model_dump())
+    there = rounded(answer(question, Context.from_settings(remote)).model_dump())
+    assert there == here  # the server sends distances as float32: compared to 5 decimals
+    with TestClient(create_app(remote)) as client:
+        health = client.get("/healthz").json()
+        assert (health["loaded"], health["cards"]) == (True, 13)  # 12, and 1 restricted
+        assert rounded(client.post("/ask", json={"question": question}).json()) == here
+        assert client.get("/cards/card-staff-escalation-protocol").status_code == 404
+        assert client.get("/cards/card-adherence-reminders").json()["title"] == (
+            "Remembering your medicines every day"
+        )
+
+
+def rounded(reply: dict[str, object]) -> dict[str, object]:
+    cards = reply["retrieved"]
+    assert isinstance(cards, list)
+    return {**reply, "retrieved": [{**c, "score": round(c["score"], 5)} for c in cards]}
+
+
+def test_upsert_and_delete_on_the_server(remote: Settings) -> None:
+    retriever = Context.from_settings(remote).retriever
+    assert isinstance(retriever, ScoredParentDocumentRetriever)
+    from langchain_core.documents import Document
+
+    card = Document(
+        id="card-zz-test",
+        page_content="Zebra tablets are taken with a zucchini smoothie at noon.",
+        metadata={"parent_id": "card-zz-test", "title": "Zebra tablets", "sensitivity": "public"},
+    )
+    retriever.add_documents([card])
+    assert retriever.invoke("zebra tablets zucchini smoothie", k=1)[0].id == "card-zz-test"
+    retriever.delete(["card-zz-test"])
+    assert "card-zz-test" not in [d.id for d in retriever.invoke("zebra zucchini", k=20)]
+
+
+def test_reingest_moves_the_pointer_and_keeps_one_previous_generation(
+    tmp_path: Path, cards: Path, chroma_url: str, redis_url: str
+) -> None:
+    # its own namespace on the same servers: the module's store is not touched
+    settings = settings_for(
+        tmp_path, cards, chroma_url=chroma_url, parent_store=redis_url, namespace="swaps"
+    )
+    generations = []
+    for _ in range(3):
+        generations.append(ingest_folder(settings).generation)
+        assert current_generation(settings) == generations[-1]
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(chroma_url.rsplit(":", 1)[1]))
+    names = {c.name for c in client.list_collections() if c.name.startswith("swaps-")}
+    assert names == {"swaps-current"} | {f"swaps-children-{g}" for g in generations[1:]}
+    keys = redis.Redis.from_url(redis_url).keys("swaps:*")
+    assert {k.decode().split(":")[1].split("/")[0] for k in keys} == set(generations[1:])
+    assert len(keys) == 2 * 13  # two generations of 13 cards
+    assert (
+        current_generation(settings.model_copy(update={"namespace": "cardrag"}))
+        != (generations[-1])
+    )
+
+
+def test_an_old_format_record_in_redis_is_read_with_defaults(redis_url: str) -> None:
+    old = {"page_content": "Old text.", "metadata": {"parent_id": "card-old", "title": "Old"}}
+    redis.Redis.from_url(redis_url).set("cardrag:gen-old/card-old", json.dumps(old))
+    [doc] = parent_store(redis_url, "gen-old", Path("unused")).mget(["card-old"])
+    assert doc is not None
+    assert (doc.id, doc.page_content, doc.metadata["sensitivity"]) == (
+        "card-old",
+        "Old text.",
+        "public",
+    )
+
+
+@pytest.fixture
+def workers(remote: Settings) -> Iterator[list[str]]:
+    """Two API worker processes (``cardrag serve``) on one Chroma server and one Redis."""
+    env = {
+        **os.environ,
+        "CARDRAG_CHROMA_URL": str(remote.chroma_url),
+        "CARDRAG_PARENT_STORE": str(remote.parent_store),
+        "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
+        "CARDRAG_STORE_DIR": str(remote.store_dir),
+        "CARDRAG_MIN_SIMILARITY": "-1",
+    }
+    procs, urls = [], []
+    for _ in range(2):
+        port = free_port()
+        cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+
+        def ready(url: str = url) -> bool:
+            try:
+                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, "cardrag serve", proc, seconds=120)
+        procs.append(proc)
+        urls.append(url)
+    yield urls
+    for proc in procs:
+        stop(proc)
+
+
+def test_two_workers_answer_from_one_store_while_it_is_reingested(
+    workers: list[str], remote: Settings
+) -> None:
+    before = current_generation(remote)
+    statuses: list[int] = []
+    seen: set[str] = set()
+    stop_event = threading.Event()
+
+    def hammer(url: str) -> None:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            while not stop_event.is_set():
+                response = client.post("/ask", json={"question": QUESTIONS[1]})
+                statuses.append(response.status_code)
+                seen.add(response.json()["retrieved"][0]["id"])
+
+    threads = [threading.Thread(target=hammer, args=(url,)) for url in workers for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    ingest_folder(remote)
+    ingest_folder(remote)
+    stop_event.set()
+    for thread in threads:
+        thread.join()
+    after = current_generation(remote)
+    assert after != before
+    assert len(statuses) >= 8 and set(statuses) == {200}
+    assert seen == {"card-amoxicillin-course"}  # the same answer before, during and after
+    assert {httpx.get(f"{url}/healthz").json()["index"] for url in workers} == {after}
