@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -167,6 +167,12 @@ class Settings(BaseSettings):
         the whole card.
         """
         return self.card_vector and self.chunker != "none"
+
+    @field_validator("chroma_url", "parent_store", "chat_model", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        """``CARDRAG_CHROMA_URL=`` (empty) means unset, not a folder or a URL named ''."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @model_validator(mode="after")
     def _check_budgets(self) -> Settings:

@@ -2,7 +2,8 @@
 the CLI or the logs, even when the question quotes its text verbatim.
 
 Paths covered here, each with the ``parent_child`` and the ``sentence_window`` chunker (whose
-children carry a window of the planted card's neighbouring sentences): dense retrieval, hybrid
+children carry a window of the planted card's neighbouring sentences), and in client-server
+mode (Chroma over HTTP, parents in Redis): dense retrieval, hybrid
 (BM25) retrieval, card rows, parent expansion (a restricted parent reached through a child that
 slipped past the query filter), the answering graph, the ``cardrag ask`` and ``retrieve``
 commands, the web API (``POST /ask``, ``GET /cards/{id}``, ``GET /healthz``), and every log
@@ -50,7 +51,7 @@ FRAGMENTS = ["card-vault-override", "Vault override phrase", "Supervisors rotate
 back as the question itself; these come from its id, its title and its second paragraph."""
 
 
-@pytest.fixture(scope="module", params=["parent_child", "sentence_window"])
+@pytest.fixture(scope="module", params=["parent_child", "sentence_window", "client-server"])
 def settings(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
@@ -61,12 +62,20 @@ def settings(
     for card in shipped_cards[:6]:
         shutil.copy(card.source, root / "cards" / Path(card.source).name)
     (root / "cards" / "vault-override.md").write_text(PLANTED, encoding="utf-8")
+    servers = {}
+    if request.param == "client-server":  # Chroma and Redis on loopback
+        servers = {
+            "chroma_url": request.getfixturevalue("chroma_url"),
+            "parent_store": request.getfixturevalue("redis_url"),
+            "namespace": "conformance",
+        }
     settings = Settings(
         cards_dir=root / "cards",
         store_dir=root / "store",
         embedding_model=REAL_MODEL,
         min_similarity=-1.0,
-        chunker=request.param,
+        chunker="parent_child" if request.param == "client-server" else request.param,
+        **servers,
     )
     ingest_folder(settings)
     return settings
@@ -120,12 +129,16 @@ def test_the_cli_never_prints_it(
         "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
         "CARDRAG_MIN_SIMILARITY": "-1",
         "CARDRAG_CHUNKER": settings.chunker,
+        "CARDRAG_CHROMA_URL": settings.chroma_url or "",  # empty = unset
+        "CARDRAG_PARENT_STORE": settings.parent_store or "",
+        "CARDRAG_NAMESPACE": settings.namespace,
     }.items():
         monkeypatch.setenv(key, str(value))
     for argv in (["ask", SECRET, "--json"], ["ask", SECRET], ["retrieve", SECRET, "--k", "7"]):
         assert main(argv) == 0
         out = capsys.readouterr()
         assert _leaks(out.out + out.err) == []
+        assert "card-" in out.out  # public cards were printed: the store really was read
 
 
 def test_allowing_restricted_is_an_explicit_opt_in(settings: Settings) -> None:
