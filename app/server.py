@@ -28,12 +28,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException
+import httpx
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from pydantic import BaseModel, Field, field_validator
+
+try:  # the Redis parent store is optional (the ``distributed`` extra)
+    from redis.exceptions import ConnectionError as RedisConnectionError
+except ImportError:  # pragma: no cover - depends on the environment
+
+    class RedisConnectionError(ConnectionError):  # type: ignore[no-redef]
+        """Stands in when redis is not installed (never raised)."""
+
 
 from app.context import Context
 from app.graph import answer, check_question
@@ -41,6 +50,7 @@ from app.reply import Reply
 from ingest import metadata as md
 from ingest.cards import CARD_ID
 from ingest.embeddings import load_embeddings
+from ingest.servers import StoreUnavailableError
 from ingest.settings import Settings
 from ingest.store import StoreMissingError, current_generation, open_current
 
@@ -163,6 +173,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
 
     app = FastAPI(title="cardrag", summary="Answers from cards, with citations.", lifespan=lifespan)
+
+    @app.exception_handler(StoreUnavailableError)
+    @app.exception_handler(httpx.TransportError)
+    @app.exception_handler(RedisConnectionError)
+    async def unavailable(request: Request, exc: Exception) -> JSONResponse:
+        """A store server that does not answer is a 503 to retry, not a crash."""
+        logger.warning("store unavailable: %s: %s", type(exc).__name__, exc)
+        return JSONResponse(
+            {"detail": "the knowledge base's servers do not answer; retry shortly"},
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
 
     def service_of() -> Service:
         service: Service = app.state.service

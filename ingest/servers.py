@@ -15,6 +15,7 @@ generation (a few hundred milliseconds at 10,000 children).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -55,18 +56,30 @@ def prefix(namespace: str) -> str:
     return f"{namespace}-children-"
 
 
+class StoreUnavailableError(ConnectionError):
+    """The Chroma server (or Redis) does not answer; the request may be retried."""
+
+
+@functools.cache
 def http_client(url: str) -> ClientAPI:
-    """A Chroma HTTP client for ``http(s)://host:port``, telemetry off."""
+    """A Chroma HTTP client for ``http(s)://host:port``, telemetry off, one per process.
+
+    Raises:
+        StoreUnavailableError: when the server does not answer.
+    """
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         msg = f"CARDRAG_CHROMA_URL must look like http://host:port, got {url!r}"
         raise ValueError(msg)
-    return chromadb.HttpClient(
-        host=parsed.hostname,
-        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-        ssl=parsed.scheme == "https",
-        settings=ChromaSettings(anonymized_telemetry=False),
-    )
+    try:
+        return chromadb.HttpClient(
+            host=parsed.hostname,
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=ChromaSettings(anonymized_telemetry=False),
+        )
+    except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
+        raise StoreUnavailableError(f"{url}: the Chroma server does not answer") from exc
 
 
 def read_pointer(url: str, namespace: str) -> tuple[str, dict[str, Any]]:

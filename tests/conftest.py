@@ -153,26 +153,31 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-@pytest.fixture(scope="session")
-def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``chroma run`` (from the chromadb package) on a free loopback port."""
-    port = free_port()
+def start_chroma(path: Path, port: int) -> subprocess.Popen[bytes]:
+    """``chroma run`` (from the chromadb package) on loopback, returned once it answers."""
     chroma = Path(sys.executable).parent / "chroma"
-    path = tmp_path_factory.mktemp("chroma-server")
     proc = subprocess.Popen(
         [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )
-    url = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:
-        with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as response:
+        url = f"http://127.0.0.1:{port}/api/v2/heartbeat"
+        with urllib.request.urlopen(url, timeout=2) as response:
             return bool(response.status == 200)
 
     wait_until(ready, "chroma run", proc)
-    yield url
+    return proc
+
+
+@pytest.fixture(scope="session")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Chroma server for the session, on a free loopback port."""
+    port = free_port()
+    proc = start_chroma(tmp_path_factory.mktemp("chroma-server"), port)
+    yield f"http://127.0.0.1:{port}"
     stop(proc)
 
 

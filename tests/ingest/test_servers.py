@@ -24,7 +24,7 @@ from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.store import current_generation, ingest_folder, parent_store
 from retrievers.parent import ScoredParentDocumentRetriever
-from tests.conftest import REAL_MODEL, free_port, stop, wait_until
+from tests.conftest import REAL_MODEL, free_port, start_chroma, stop, wait_until
 
 QUESTIONS = [
     "How long can an insulin pen stay out of the fridge?",
@@ -217,3 +217,36 @@ def test_two_workers_answer_from_one_store_while_it_is_reingested(
     assert len(statuses) >= 8 and set(statuses) == {200}
     assert seen == {"card-amoxicillin-course"}  # the same answer before, during and after
     assert {httpx.get(f"{url}/healthz").json()["index"] for url in workers} == {after}
+
+
+def test_a_chroma_outage_is_a_503_to_retry_and_recovers_by_itself(
+    tmp_path: Path, cards: Path, redis_url: str
+) -> None:
+    port = free_port()
+    proc = start_chroma(tmp_path / "chroma", port)
+    settings = settings_for(
+        tmp_path / "store",
+        cards,
+        chroma_url=f"http://127.0.0.1:{port}",
+        parent_store=redis_url,
+        namespace="outage",
+    )
+    ingest_folder(settings)
+    question = {"question": QUESTIONS[1]}
+    try:
+        with TestClient(create_app(settings)) as client:
+            assert client.post("/ask", json=question).status_code == 200
+            stop(proc)
+            down = client.post("/ask", json=question)
+            assert (down.status_code, down.headers["retry-after"], down.json()) == (
+                503,
+                "1",
+                {"detail": "the knowledge base's servers do not answer; retry shortly"},
+            )
+            assert client.get("/healthz").status_code == 503
+            proc = start_chroma(tmp_path / "chroma", port)  # same data, same port
+            back = client.post("/ask", json=question)
+            assert back.status_code == 200
+            assert back.json()["retrieved"][0]["id"] == "card-amoxicillin-course"
+    finally:
+        stop(proc)
