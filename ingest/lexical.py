@@ -22,6 +22,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 CHILD_IDS = "child_ids.json"
+READ_PAGE = 5000
+"""Rows per Chroma ``get`` when rebuilding from a collection."""
 
 
 STOPWORD_LISTS = {
@@ -156,11 +158,26 @@ class BM25Index:
 
     @classmethod
     def from_vectorstore(cls, vectorstore: Any, languages: Sequence[str] = ("en",)) -> BM25Index:
-        """Rebuild from the child rows of a Chroma collection (card rows are left out)."""
-        rows = vectorstore.get(
-            where={"chunk_index": {"$gte": 0}}, include=["documents", "metadatas"]
-        )
-        metas = [m or {} for m in rows["metadatas"]]
+        """Rebuild from the child rows of a Chroma collection (card rows are left out).
+
+        Rows are read a page at a time: one filtered ``get`` of a whole large collection
+        fails inside Chroma ("too many SQL variables", seen at 10,000 cards).
+        """
+        ids: list[str] = []
+        texts: list[str] = []
+        metas: list[dict[str, Any]] = []
+        while True:
+            page = vectorstore.get(
+                where={"chunk_index": {"$gte": 0}},
+                include=["documents", "metadatas"],
+                limit=READ_PAGE,
+                offset=len(ids),
+            )
+            ids += page["ids"]
+            texts += page["documents"]
+            metas += [m or {} for m in page["metadatas"]]
+            if len(page["ids"]) < READ_PAGE:
+                break
         parents = [str(m.get("parent_id", "")) for m in metas]
         restricted = [m.get("sensitivity") == "restricted" for m in metas]
-        return cls.build(rows["ids"], parents, rows["documents"], restricted, languages)
+        return cls.build(ids, parents, texts, restricted, languages)

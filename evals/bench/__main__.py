@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -26,6 +27,9 @@ from ingest.settings import Settings
 from ingest.store import ingest_folder
 
 OUT = Path(__file__).resolve().parent.parent / "bench.md"
+RAW = Path(__file__).resolve().parent.parent / "bench.json"
+"""The measurements behind bench.md (each section kept until it is re-run)."""
+SECTIONS = ("latency", "api", "ingest", "growth")
 
 
 def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
@@ -89,30 +93,48 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.bench", description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--only", nargs="*", choices=SECTIONS, default=None, help="re-run these sections only"
+    )
     args = parser.parse_args(argv)
+    todo = set(args.only or SECTIONS)
     os.environ.setdefault("TQDM_DISABLE", "1")
     settings = Settings()
     rounds = 1 if args.quick else args.rounds
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
     cards = load_cards(settings.cards_dir)
     questions = [c.query for c in load_golden_cases()]
-    sections: dict[str, Any] = {}
+    # each section is saved as soon as it is measured, so a failure later keeps it
+    sections: dict[str, Any] = json.loads(RAW.read_text()) if RAW.exists() else {}
+
+    def save(name: str, value: Any) -> None:
+        sections[name] = value
+        RAW.write_text(json.dumps(sections, indent=2), encoding="utf-8")
+
     with tempfile.TemporaryDirectory(prefix="cardrag-bench-") as tmp:
         work = Path(tmp)
-        print("latency ...", flush=True)
-        sections["latency"] = latency(cards, questions, embeddings, settings, work / "lat", rounds)
-        print("api ...", flush=True)
-        api_settings = settings.model_copy(update={"store_dir": work / "api"})
-        ingest_folder(api_settings)
-        sections["api"] = ask_latency(api_settings, questions, 30 if args.quick else 100)
-        print("ingest ...", flush=True)
-        sections["ingest"] = {
-            **throughput(cards, embeddings, settings, work / "ing", 1 if args.quick else 3),
-            **cold(work, settings),
-        }
-        print("growth ...", flush=True)
-        sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
-        sections["growth"] = run_sizes(sizes, rounds)
+        if "latency" in todo:
+            print("latency ...", flush=True)
+            save("latency", latency(cards, questions, embeddings, settings, work / "l", rounds))
+        if "api" in todo:
+            print("api ...", flush=True)
+            api_settings = settings.model_copy(update={"store_dir": work / "api"})
+            ingest_folder(api_settings)
+            save("api", ask_latency(api_settings, questions, 30 if args.quick else 100))
+        if "ingest" in todo:
+            print("ingest ...", flush=True)
+            repeats = 1 if args.quick else 3
+            save(
+                "ingest",
+                {
+                    **throughput(cards, embeddings, settings, work / "i", repeats),
+                    **cold(work, settings),
+                },
+            )
+        if "growth" in todo:
+            print("growth ...", flush=True)
+            sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+            save("growth", run_sizes(sizes, rounds))
     header = {
         "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),

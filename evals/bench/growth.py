@@ -128,8 +128,12 @@ def run_sizes(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     for size in sizes:
         cmd = [sys.executable, "-m", "evals.bench.growth", "--cards", str(size)]
         cmd += ["--rounds", str(rounds), "--json"]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            msg = f"growth at {size} cards failed:\n{done.stderr[-2000:]}"
+            raise RuntimeError(msg)
         out.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"  {size:,} cards: {out[-1]}", flush=True)
     return out
 
 
