@@ -103,7 +103,7 @@ def measure(cards: int, rounds: int) -> dict[str, Any]:
             vector = embeddings.embed_query(q)
             return vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=window)
 
-        asked = questions(50)
+        asked = questions(30)
         systems: dict[str, Callable[[str], object]] = {
             "floor": floor,
             "card-atomic": atomic.invoke,
