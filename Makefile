@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 demo: .venv ## install, ingest the shipped cards if the store is missing, answer the demo question
 	$(PY) -m app.cli demo
 
-test: .venv ## run the test suite (real model, real Chroma on disk)
+test: .venv ## run the test suite (real models, Chroma on disk and as a server, Redis, Chromium)
 	$(PY) -m pytest
 
 ingest: .venv ## build the store from data/cards (CARDS=path for another folder)
@@ -60,7 +60,7 @@ serve: .venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); i
 	@[ -e $${CARDRAG_STORE_DIR:-.cardrag}/current ] || $(PY) -m ingest
 	$(PY) -m app.cli serve --port $(or $(PORT),8000)
 
-bench: .venv ## latency vs the floor, /ask, ingest throughput, growth to 100k cards -> evals/bench.md (not in CI)
+bench: .venv ## latency vs the floor, /ask, ingest throughput, growth at 1k/10k/100k cards -> evals/bench.md (not in CI)
 	$(PY) -m evals.bench
 
 lint: .venv ## ruff and mypy
