@@ -32,8 +32,6 @@ import httpx
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from langchain_core.documents import Document
-from langchain_core.stores import BaseStore
 from pydantic import BaseModel, Field, field_validator
 
 try:  # the Redis parent store is optional (the ``distributed`` extra)
@@ -52,7 +50,7 @@ from ingest.cards import CARD_ID
 from ingest.embeddings import load_embeddings
 from ingest.servers import StoreUnavailableError
 from ingest.settings import Settings
-from ingest.store import StoreMissingError, current_generation, open_current
+from ingest.store import Index, StoreMissingError, current_generation, open_current
 
 logger = logging.getLogger(__name__)
 
@@ -112,14 +110,10 @@ class Health(BaseModel):
 class Served:
     """The open index and the graph context built on it."""
 
-    generation: str
+    index: Index
     """The index generation the pointer named when it was opened."""
     context: Context
     """The graph's run context over that index."""
-    docstore: BaseStore[str, Document]
-    """The index's parent cards, for ``GET /cards/{id}``."""
-    manifest: dict[str, Any]
-    """The index's manifest (counts, model)."""
 
 
 class Service:
@@ -140,23 +134,18 @@ class Service:
         """
         generation = current_generation(self.settings)
         served = self.served
-        if served is not None and served.generation == generation:
+        if served is not None and served.index.generation == generation:
             return served
         with self._reload:
-            if self.served is None or self.served.generation != generation:
+            if self.served is None or self.served.index.generation != generation:
                 self.served = self._open()
-                logger.info("serving index %s", self.served.generation)
+                logger.info("serving index %s", self.served.index.generation)
             return self.served
 
     def _open(self) -> Served:
         index = open_current(self.settings, self.embeddings)
         context = Context.from_index(index, self.settings, self.embeddings)
-        return Served(
-            generation=index.generation,
-            context=context,
-            docstore=index.docstore,
-            manifest=index.manifest,
-        )
+        return Served(index=index, context=context)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -201,10 +190,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse(body.model_dump(), status_code=503)
         return Health(
             loaded=True,
-            index=served.generation,
+            index=served.index.generation,
             embedding_model=model,
-            cards=int(served.manifest.get("cards", 0)),
-            children=int(served.manifest.get("children", 0)),
+            cards=int(served.index.manifest.get("cards", 0)),
+            children=int(served.index.manifest.get("children", 0)),
         )
 
     @app.post("/ask", response_model=Reply)
@@ -229,7 +218,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             served = service.current()
         except StoreMissingError as exc:
             raise HTTPException(status_code=503, detail=str(exc)) from exc
-        [doc] = served.docstore.mget([card_id])
+        [doc] = served.index.docstore.mget([card_id])
         if doc is None or doc.metadata.get(md.SENSITIVITY) == "restricted":
             raise HTTPException(status_code=404, detail=NOT_FOUND)
         meta = doc.metadata

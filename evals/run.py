@@ -20,9 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_core.embeddings import Embeddings
-from langchain_core.stores import InMemoryByteStore
 from tqdm.auto import tqdm
 
 from app.context import Context
@@ -41,7 +39,7 @@ from evals.cases import (
 from evals.datasets import Dataset, load_beir, load_golden
 from evals.metrics import evaluate
 from evals.report import machine, update_report
-from evals.systems import SystemRun, build, describe, run_systems
+from evals.systems import SystemRun, build, cached, describe, run_systems
 from ingest.cards import Card, load_cards
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
@@ -213,12 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings()
     # each distinct text is embedded once per run, however many indexes it goes into
-    embeddings = CacheBackedEmbeddings.from_bytes_store(
-        load_embeddings(settings.embedding_model, settings.threads),
-        InMemoryByteStore(),
-        namespace=settings.embedding_model,
-        query_embedding_cache=True,
-        key_encoder="sha256",
+    embeddings = cached(
+        load_embeddings(settings.embedding_model, settings.threads), settings.embedding_model
     )
     header = {
         "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
 from evals.metrics import evaluate
-from evals.systems import configured, index
+from evals.systems import by_rank, configured, index
 from ingest import metadata as md
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
@@ -81,13 +81,7 @@ def run(
     retriever: ScoredParentDocumentRetriever, queries: Mapping[str, str], depth: int = 10
 ) -> dict[str, dict[str, float]]:
     """Question id -> {card id: score} for the metrics (fused order where there is one)."""
-    out: dict[str, dict[str, float]] = {}
-    for qid, text in queries.items():
-        docs = retriever.invoke(text, k=depth)
-        n = len(docs)
-        # the rank is the order returned (fused, or reranked); scores only encode it
-        out[qid] = {str(d.id): float(n - rank) for rank, d in enumerate(docs)}
-    return out
+    return {qid: by_rank(retriever.invoke(text, k=depth)) for qid, text in queries.items()}
 
 
 def score(

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.stores import InMemoryStore
+from langchain_core.stores import InMemoryByteStore, InMemoryStore
 from tqdm.auto import tqdm
 
 from ingest import metadata as md
@@ -56,6 +57,32 @@ class SystemRun:
     """Mean number of distinct cards returned when asked for ``ask_k``."""
     ms_per_query: float
     """Median retrieval time per question (store-side only when the model caches queries)."""
+
+
+def by_rank(docs: Sequence[Document]) -> dict[str, float]:
+    """Card id -> a score that only encodes the order returned; the metrics rank by it.
+
+    The order is the ranking, whether fused, reranked, or vanilla's (which has no score).
+
+    Example:
+        >>> by_rank([Document(id="a", page_content=""), Document(id="b", page_content="")])
+        {'a': 2.0, 'b': 1.0}
+    """
+    return {str(d.id): float(len(docs) - rank) for rank, d in enumerate(docs)}
+
+
+def cached(embeddings: Embeddings, namespace: str) -> Embeddings:
+    """The model with document and query vectors cached in memory for this run.
+
+    Each distinct text is embedded once however many indexes and settings use it.
+    """
+    return CacheBackedEmbeddings.from_bytes_store(
+        embeddings,
+        InMemoryByteStore(),
+        namespace=namespace,
+        query_embedding_cache=True,
+        key_encoder="sha256",
+    )
 
 
 def whole_card_splitter() -> CardSplitter:
@@ -114,8 +141,7 @@ def _timed_run(
         started = time.perf_counter()
         docs = search(text)
         times.append(time.perf_counter() - started)
-        # the order returned is the ranking (fused, reranked, or vanilla's, which has no score)
-        run[qid] = {str(d.id): float(len(docs) - rank) for rank, d in enumerate(docs)}
+        run[qid] = by_rank(docs)
         # for k-parent retrievers the top ask_k of a deeper list is what asking for ask_k returns
         counts.append(len(docs[:ask_k]))
     return SystemRun(

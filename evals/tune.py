@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from evals.datasets import Dataset
 from evals.metrics import evaluate
 from evals.sweep import Built, build, chunking_key, run, shared_reranker
-from evals.systems import configured, reranker_available
+from evals.systems import cached, configured, reranker_available
 from ingest.settings import Settings
 
 CHUNKINGS: list[tuple[int, int]] = [(250, 0), (250, 60), (400, 0), (400, 60), (600, 0), (600, 60)]
@@ -302,9 +302,6 @@ def main(argv: list[str] | None = None) -> int:
     import os
     import tempfile
 
-    from langchain_classic.embeddings import CacheBackedEmbeddings
-    from langchain_core.stores import InMemoryByteStore
-
     from evals.cases import GOLDEN
     from evals.datasets import load_beir, load_golden
     from ingest.embeddings import load_embeddings
@@ -333,26 +330,22 @@ def main(argv: list[str] | None = None) -> int:
         dataset = part(dataset, sorted(keep), f"{args.max_questions} sampled")
     tuning_ids, held_out_ids = split(list(dataset.queries), dataset.kinds)
     tuning, held_out = part(dataset, tuning_ids, "tuning"), part(dataset, held_out_ids, "held-out")
-    embeddings = CacheBackedEmbeddings.from_bytes_store(
-        load_embeddings(base.embedding_model, base.threads),
-        InMemoryByteStore(),
-        namespace=base.embedding_model,
-        query_embedding_cache=True,
-        key_encoder="sha256",
-    )
+    embeddings = cached(load_embeddings(base.embedding_model, base.threads), base.embedding_model)
     started = dt.datetime.now(dt.UTC)
     with tempfile.TemporaryDirectory(prefix="cardrag-tune-") as tmp:
         rows, winner, decision = tune(tuning, held_out, embeddings, base, Path(tmp))
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     text = table(rows, winner, decision)
-    verdict = (
-        f"chosen: {decision.label}"
-        if decision is winner and winner is not rows[0]
-        else f"kept the current settings ({rows[0].label}): the tuning winner "
-        f"({winner.label}) does not beat them on the held-out part"
-        if winner is not rows[0]
-        else f"kept the current settings ({rows[0].label}): nothing beat them on the tuning part"
-    )
+    current = rows[0]
+    if decision is not current:
+        verdict = f"chosen: {decision.label}"
+    elif winner is current:
+        verdict = f"kept the current settings ({current.label}): nothing beat them on tuning"
+    else:
+        verdict = (
+            f"kept the current settings ({current.label}): the tuning winner "
+            f"({winner.label}) does not beat them on the held-out part"
+        )
     summary = (
         f"{dataset.name}: {len(dataset.cards)} cards; {len(tuning.queries)} tuning and "
         f"{len(held_out.queries)} held-out questions; model {base.embedding_model}; "

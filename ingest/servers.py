@@ -19,13 +19,16 @@ import functools
 import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
 from chromadb.api import ClientAPI
 from chromadb.config import Settings as ChromaSettings
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.stores import BaseStore
 
 from ingest.cards import Card
 from ingest.lexical import BM25Index
@@ -100,6 +103,17 @@ def read_pointer(url: str, namespace: str) -> tuple[str, dict[str, Any]]:
     return generation, json.loads(str(metadata.get("manifest", "{}")))
 
 
+def parents_of(settings: Settings, generation: str) -> BaseStore[str, Document]:
+    """One generation's parent store (a local folder when ``CARDRAG_PARENT_STORE`` is unset)."""
+    return parent_store(
+        settings.parent_store, generation, _parents_folder(settings, generation), settings.namespace
+    )
+
+
+def _parents_folder(settings: Settings, generation: str) -> Path:
+    return settings.store_dir / "parents" / generation
+
+
 def open_remote(settings: Settings, embeddings: Embeddings) -> Index:
     """Open the generation the pointer names."""
     url = str(settings.chroma_url)
@@ -110,11 +124,7 @@ def open_remote(settings: Settings, embeddings: Embeddings) -> Index:
     return Index(
         path=settings.store_dir / generation,
         vectorstore=vectorstore,
-        docstore=parent_store(
-            settings.parent_store,
-            f"{settings.namespace}:{generation}",
-            settings.store_dir / "parents" / generation,
-        ),
+        docstore=parents_of(settings, generation),
         manifest=manifest,
         bm25=BM25Index.from_vectorstore(vectorstore, settings.bm25_languages),
         generation=generation,
@@ -130,10 +140,9 @@ def build_remote(
     generation = new_generation()
     namespace = settings.namespace
     name = prefix(namespace) + generation
-    parents_folder = settings.store_dir / "parents" / generation
     try:
         vectorstore = open_collection(client, name, embeddings)
-        docstore = parent_store(settings.parent_store, f"{namespace}:{generation}", parents_folder)
+        docstore = parents_of(settings, generation)
         ids = upsert_documents(
             vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=True
         )
@@ -168,9 +177,6 @@ def _drop(client: ClientAPI, settings: Settings, generation: str) -> None:
         client.delete_collection(name)
     except Exception:
         logger.debug("collection %s already gone", name)
-    if settings.parent_store is None:
-        import shutil
-
-        shutil.rmtree(settings.store_dir / "parents" / generation, ignore_errors=True)
-    else:
-        drop_parent_store(settings.parent_store, f"{settings.namespace}:{generation}")
+    drop_parent_store(
+        settings.parent_store, generation, _parents_folder(settings, generation), settings.namespace
+    )

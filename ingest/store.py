@@ -150,52 +150,59 @@ def encoded(store: BaseStore[str, bytes]) -> BaseStore[str, Document]:
 
 _MEMORY: dict[str, InMemoryByteStore] = {}
 """Parent stores of ``CARDRAG_PARENT_STORE=memory``, per index generation (this process)."""
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
-def parent_store(spec: str | None, generation: str, default: Path) -> BaseStore[str, Document]:
+def parent_store(
+    spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
+) -> BaseStore[str, Document]:
     """The parent store of one index generation, wherever ``CARDRAG_PARENT_STORE`` says.
 
     Args:
         spec: ``None`` (the folder ``default``), ``memory``, a Redis URL (``redis://...``,
-            LangChain's ``RedisStore``, keys prefixed ``cardrag:{generation}/``), or a folder
-            (one subfolder per generation).
+            LangChain's ``RedisStore``, keys prefixed ``{namespace}:{generation}/``), or a
+            folder (one subfolder ``{namespace}/{generation}`` per generation).
         generation: The index generation the parents belong to.
         default: The folder used when ``spec`` is None.
+        namespace: The knowledge base's prefix on shared stores (``CARDRAG_NAMESPACE``).
     """
+    key = f"{namespace}:{generation}"
     if spec is None:
         return open_parent_store(default)
     if spec == "memory":
-        return encoded(_MEMORY.setdefault(generation, InMemoryByteStore()))
-    if spec.startswith(("redis://", "rediss://", "unix://")):
-        return encoded(redis_store(spec, generation))
-    return open_parent_store(Path(spec) / generation)
+        return encoded(_MEMORY.setdefault(key, InMemoryByteStore()))
+    if spec.startswith(REDIS_SCHEMES):
+        return encoded(redis_store(spec, key))
+    return open_parent_store(Path(spec) / namespace / generation)
 
 
-def redis_store(url: str, generation: str) -> BaseStore[str, bytes]:
-    """LangChain's Redis byte store for one generation (``pip install 'cardrag[distributed]'``)."""
+def redis_store(url: str, prefix: str) -> BaseStore[str, bytes]:
+    """LangChain's Redis byte store, keys under ``prefix`` (the ``distributed`` extra)."""
     try:
         from langchain_community.storage import RedisStore
     except ImportError as exc:  # pragma: no cover - depends on the environment
         msg = "a Redis parent store needs the extra: pip install 'cardrag[distributed]'"
         raise ImportError(msg) from exc
-    namespace = generation if ":" in generation else f"cardrag:{generation}"
-    store: BaseStore[str, bytes] = RedisStore(redis_url=url, namespace=namespace)
+    store: BaseStore[str, bytes] = RedisStore(redis_url=url, namespace=prefix)
     return store
 
 
-def drop_parent_store(spec: str | None, generation: str) -> None:
-    """Remove one generation's parents from a store outside the index folder."""
+def drop_parent_store(
+    spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
+) -> None:
+    """Remove one generation's parents, wherever :func:`parent_store` put them."""
+    key = f"{namespace}:{generation}"
     if spec is None:
-        return  # inside the index folder: removed with it
-    if spec == "memory":
-        _MEMORY.pop(generation, None)
-    elif spec.startswith(("redis://", "rediss://", "unix://")):
-        store = redis_store(spec, generation)
+        shutil.rmtree(default, ignore_errors=True)
+    elif spec == "memory":
+        _MEMORY.pop(key, None)
+    elif spec.startswith(REDIS_SCHEMES):
+        store = redis_store(spec, key)
         keys = list(store.yield_keys())
         for start in range(0, len(keys), 1000):
             store.mdelete(keys[start : start + 1000])
     else:
-        shutil.rmtree(Path(spec) / generation, ignore_errors=True)
+        shutil.rmtree(Path(spec) / namespace / generation, ignore_errors=True)
 
 
 def upsert_documents(
@@ -399,7 +406,7 @@ def build_index(
     except BaseException:
         logger.warning("ingest failed; removing the partial index %s", path.name)
         shutil.rmtree(path, ignore_errors=True)
-        drop_parent_store(parents, path.name)
+        drop_parent_store(parents, path.name, path / "parents")
         raise
     swap_current(store_dir, path, parents)
     return Index(
@@ -423,7 +430,7 @@ def swap_current(store_dir: Path, target: Path, parents: str | None = None) -> N
     for old in store_dir.glob("index-*"):
         if old.name not in keep:
             shutil.rmtree(old, ignore_errors=True)
-            drop_parent_store(parents, old.name)
+            drop_parent_store(parents, old.name, old / "parents")
 
 
 def ingest_folder(

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +51,14 @@ class FakeEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+def card_folder(folder: Path, cards: Iterable[Card]) -> Path:
+    """A cards folder holding copies of the given cards' files (created if missing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for card in cards:
+        shutil.copy(card.source, folder / Path(card.source).name)
+    return folder
 
 
 @pytest.fixture(scope="session")

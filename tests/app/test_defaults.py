@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from app.context import Context
@@ -12,6 +9,7 @@ from app.graph import answer
 from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.store import ingest_folder
+from tests.conftest import card_folder
 
 PICKED = [
     "card-levothyroxine-routine",
@@ -25,10 +23,7 @@ PICKED = [
 @pytest.fixture(scope="module")
 def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]) -> Context:
     root = tmp_path_factory.mktemp("defaults")
-    (root / "cards").mkdir()
-    for card in shipped_cards:
-        if card.id in PICKED:
-            shutil.copy(card.source, root / "cards" / Path(card.source).name)
+    card_folder(root / "cards", [c for c in shipped_cards if c.id in PICKED])
     settings = Settings(cards_dir=root / "cards", store_dir=root / "store")
     index = ingest_folder(settings)
     assert (settings.embedding_model, settings.hybrid, settings.card_vector) == (

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from app.server import running as live_server
 from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.store import ingest_folder
-from tests.conftest import REAL_MODEL
+from tests.conftest import REAL_MODEL, card_folder
 
 NARROW = "How long can an insulin pen stay out of the fridge?"
 
@@ -136,10 +135,7 @@ def test_the_page_is_served(client: TestClient) -> None:
 def test_a_missing_store_is_a_503_until_it_is_ingested(
     tmp_path: Path, shipped_cards: list[Card]
 ) -> None:
-    cards = tmp_path / "cards"
-    cards.mkdir()
-    for card in shipped_cards[:4]:
-        shutil.copy(card.source, cards)
+    cards = card_folder(tmp_path / "cards", shipped_cards[:4])
     settings = Settings(cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
     with TestClient(create_app(settings)) as client:
         health = client.get("/healthz")
@@ -160,10 +156,7 @@ def test_a_missing_store_is_a_503_until_it_is_ingested(
 def test_concurrent_requests_and_a_reingest_while_serving_never_fail(
     tmp_path: Path, shipped_cards: list[Card]
 ) -> None:
-    cards = tmp_path / "cards"
-    cards.mkdir()
-    for card in shipped_cards[:8]:
-        shutil.copy(card.source, cards)
+    cards = card_folder(tmp_path / "cards", shipped_cards[:8])
     settings = Settings(
         cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL, card_vector=False
     )

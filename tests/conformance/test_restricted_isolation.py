@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -30,7 +28,7 @@ from ingest.settings import Settings
 from ingest.store import ingest_folder
 from retrievers.fusion import ChildHit, ParentHit
 from retrievers.parent import ScoredParentDocumentRetriever, assemble
-from tests.conftest import REAL_MODEL
+from tests.conftest import REAL_MODEL, card_folder
 
 SECRET = "The vault override phrase is ZEBRA-42-OMEGA and only supervisors may read it aloud."
 PLANTED = f"""---
@@ -58,9 +56,7 @@ def settings(
     shipped_cards: list[Card],
 ) -> Settings:
     root = tmp_path_factory.mktemp(f"restricted-{request.param}")
-    (root / "cards").mkdir()
-    for card in shipped_cards[:6]:
-        shutil.copy(card.source, root / "cards" / Path(card.source).name)
+    card_folder(root / "cards", shipped_cards[:6])
     (root / "cards" / "vault-override.md").write_text(PLANTED, encoding="utf-8")
     servers = {}
     if request.param == "client-server":  # Chroma and Redis on loopback

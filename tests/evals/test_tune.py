@@ -4,12 +4,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_core.embeddings import Embeddings
-from langchain_core.stores import InMemoryByteStore
 
 import evals.tune as tune_module
 from app.cli import main as cli
+from evals import systems
 from evals.cases import GOLDEN
 from evals.datasets import Dataset, load_golden
 from evals.sweep import build, run
@@ -29,13 +28,7 @@ def golden() -> Dataset:
 
 @pytest.fixture(scope="module")
 def cached(real_embeddings: Embeddings) -> Embeddings:
-    return CacheBackedEmbeddings.from_bytes_store(
-        real_embeddings,
-        InMemoryByteStore(),
-        namespace="t",
-        query_embedding_cache=True,
-        key_encoder="sha256",
-    )
+    return systems.cached(real_embeddings, "t")
 
 
 def test_split_is_stratified_disjoint_and_reproducible(golden: Dataset) -> None:

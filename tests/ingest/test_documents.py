@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import ingest_folder
 from retrievers.parent import ScoredParentDocumentRetriever
-from tests.conftest import REAL_MODEL
+from tests.conftest import REAL_MODEL, card_folder
 
 HANDBOOK = """---
 id: card-travel-handbook
@@ -125,8 +124,7 @@ def test_a_handbook_section_is_retrieved_like_a_card(
     cards = tmp_path / "cards"
     cards.mkdir()
     (cards / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
-    for card in shipped_cards[:5]:
-        shutil.copy(card.source, cards)
+    card_folder(cards, shipped_cards[:5])
     settings = Settings(cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
     index = ingest_folder(settings)
     assert index.manifest["cards"] == 9  # 5 cards + 4 sections

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,7 +23,7 @@ from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.store import current_generation, ingest_folder, parent_store
 from retrievers.parent import ScoredParentDocumentRetriever
-from tests.conftest import REAL_MODEL, free_port, start_chroma, stop, wait_until
+from tests.conftest import REAL_MODEL, card_folder, free_port, start_chroma, stop, wait_until
 
 QUESTIONS = [
     "How long can an insulin pen stay out of the fridge?",
@@ -35,11 +34,8 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module")
 def cards(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card]) -> Path:
-    folder = tmp_path_factory.mktemp("server-cards")
     picked = [c for c in shipped_cards if c.sensitivity == "restricted"] + shipped_cards[:12]
-    for card in picked:
-        shutil.copy(card.source, folder)
-    return folder
+    return card_folder(tmp_path_factory.mktemp("server-cards"), picked)
 
 
 def settings_for(root: Path, cards: Path, **servers: str) -> Settings:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from ingest.store import (
     serialize_parent,
     upsert_documents,
 )
-from tests.conftest import CARDS_DIR, REAL_MODEL
+from tests.conftest import CARDS_DIR, REAL_MODEL, card_folder
 
 CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")
 
@@ -98,21 +97,15 @@ def test_reingest_the_same_cards_adds_no_rows(
     assert index.vectorstore._collection.count() == before == 20
 
 
-def _write_cards(folder: Path, cards: list[Card]) -> None:
-    folder.mkdir()
-    for card in cards:
-        shutil.copy(card.source, folder / Path(card.source).name)
-
-
 def test_bad_card_leaves_the_previous_index_answering(
     tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
     settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
     good = tmp_path / "good"
-    _write_cards(good, shipped_cards[:3])
+    card_folder(good, shipped_cards[:3])
     first = ingest_folder(settings, good)
     bad = tmp_path / "bad"
-    _write_cards(bad, shipped_cards[:3])
+    card_folder(bad, shipped_cards[:3])
     (bad / "zz-broken.md").write_text(
         "---\nid: card-broken\ntitle: x\n---\nbody\n", encoding="utf-8"
     )
