@@ -14,8 +14,9 @@
   its own index), so the three chunkers (``none`` = card-atomic, ``parent_child``,
   ``sentence_window``) sit side by side.
 
-One index holds the children and the card rows; systems that must not see card rows filter
-them out in the query (``chunk_index >= 0``), so nothing is embedded twice.
+One index holds the children and the card rows (in their own collection, as ``cardrag ingest``
+builds it); systems that do not use card rows never query that collection, so nothing is
+embedded twice and no system pays for a filter.
 """
 
 from __future__ import annotations
@@ -38,11 +39,8 @@ from ingest import metadata as md
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import Index, open_vectorstore
+from ingest.store import Index, chroma_client, open_collections
 from retrievers.parent import ScoredParentDocumentRetriever
-
-CHILDREN_ONLY = {md.CHUNK_INDEX: {"$gte": 0}}
-"""Filter that leaves card rows out."""
 
 
 @dataclass
@@ -94,8 +92,11 @@ def index(
     cards: Sequence[Document], embeddings: Embeddings, splitter: CardSplitter, path: Path
 ) -> ScoredParentDocumentRetriever:
     """Write cards through the retriever's ``add_documents`` into a Chroma folder."""
+    stores = open_collections(chroma_client(path), embeddings)
     retriever = ScoredParentDocumentRetriever(
-        vectorstore=open_vectorstore(path, embeddings),
+        vectorstore=stores.children,
+        card_store=stores.cards,
+        restricted_store=stores.restricted,
         docstore=InMemoryStore(),
         child_splitter=splitter,
     )
@@ -115,7 +116,13 @@ def configured(
 ) -> ScoredParentDocumentRetriever:
     """A retriever over ``base``'s stores configured like the settings say."""
     stores = Index(
-        path=Path(), vectorstore=base.vectorstore, docstore=base.docstore, manifest={}, bm25=bm25
+        path=Path(),
+        vectorstore=base.vectorstore,
+        docstore=base.docstore,
+        manifest={},
+        bm25=bm25,
+        card_store=base.card_store,
+        restricted_store=base.restricted_store,
     )
     return ScoredParentDocumentRetriever.from_index(stores, settings, min_similarity=None)
 
@@ -127,7 +134,7 @@ def build(
     splitter = CardSplitter.from_settings(settings)
     base = index(cards, embeddings, splitter, path)
     return configured(
-        base, settings, BM25Index.from_vectorstore(base.vectorstore, settings.bm25_languages)
+        base, settings, BM25Index.from_collections(base.collections.all(), settings.bm25_languages)
     )
 
 
@@ -174,7 +181,7 @@ def run_systems(
     atomic = index(cards, embeddings, whole_card_splitter(), workdir / "card-atomic")
     splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
     base = index(cards, embeddings, splitter, workdir / "children")
-    bm25 = BM25Index.from_vectorstore(base.vectorstore, settings.bm25_languages)
+    bm25 = BM25Index.from_collections(base.collections.all(), settings.bm25_languages)
     variants = {
         "children": settings.model_copy(update={"hybrid": False, "card_vector": False}),
         "hybrid": settings.model_copy(update={"hybrid": True, "card_vector": False}),
@@ -196,7 +203,7 @@ def run_systems(
 
     def vanilla_search(k: int) -> Callable[[str], list[Document]]:
         def search(text: str) -> list[Document]:
-            vanilla.search_kwargs = {"k": k, "filter": CHILDREN_ONLY}
+            vanilla.search_kwargs = {"k": k}
             return vanilla.invoke(text)
 
         return search
@@ -214,7 +221,7 @@ def run_systems(
     ]
     sentences = settings.model_copy(update={"chunker": "sentence_window"})
     window = index(cards, embeddings, CardSplitter.from_settings(sentences), workdir / "sentences")
-    window_bm25 = BM25Index.from_vectorstore(window.vectorstore, settings.bm25_languages)
+    window_bm25 = BM25Index.from_collections(window.collections.all(), settings.bm25_languages)
     runs.append(
         _timed_run(
             "sentence-window",

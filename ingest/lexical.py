@@ -157,27 +157,33 @@ class BM25Index:
         return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages)
 
     @classmethod
-    def from_vectorstore(cls, vectorstore: Any, languages: Sequence[str] = ("en",)) -> BM25Index:
-        """Rebuild from the child rows of a Chroma collection (card rows are left out).
+    def from_collections(
+        cls, collections: Sequence[Any], languages: Sequence[str] = ("en",)
+    ) -> BM25Index:
+        """Rebuild from the child rows of Chroma collections (card rows are left out).
 
-        Rows are read a page at a time: one filtered ``get`` of a whole large collection
-        fails inside Chroma ("too many SQL variables", seen at 10,000 cards).
+        Rows are read a page at a time, unfiltered: one filtered ``get`` of a whole large
+        collection fails inside Chroma ("too many SQL variables", seen at 10,000 cards).
         """
         ids: list[str] = []
         texts: list[str] = []
         metas: list[dict[str, Any]] = []
-        while True:
-            page = vectorstore.get(
-                where={"chunk_index": {"$gte": 0}},
-                include=["documents", "metadatas"],
-                limit=READ_PAGE,
-                offset=len(ids),
-            )
-            ids += page["ids"]
-            texts += page["documents"]
-            metas += [m or {} for m in page["metadatas"]]
-            if len(page["ids"]) < READ_PAGE:
-                break
+        for collection in collections:
+            read = 0
+            while True:
+                page = collection.get(
+                    include=["documents", "metadatas"], limit=READ_PAGE, offset=read
+                )
+                read += len(page["ids"])
+                for i, text, meta in zip(
+                    page["ids"], page["documents"], page["metadatas"], strict=True
+                ):
+                    if (meta or {}).get("chunk_index") != -1:  # a whole-card row
+                        ids.append(i)
+                        texts.append(text)
+                        metas.append(meta or {})
+                if len(page["ids"]) < READ_PAGE:
+                    break
         parents = [str(m.get("parent_id", "")) for m in metas]
         restricted = [m.get("sensitivity") == "restricted" for m in metas]
         return cls.build(ids, parents, texts, restricted, languages)

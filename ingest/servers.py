@@ -1,7 +1,8 @@
 """The index on servers every worker reaches: Chroma over HTTP, parents in Redis (or a folder).
 
 With ``CARDRAG_CHROMA_URL`` set, each ingest writes a new generation: children into a new
-collection ``{namespace}-children-{generation}`` and parents into the parent store under
+collections ``{namespace}-{kind}-{generation}`` (kind: children, cards, restricted; see
+:mod:`ingest.store`) and parents into the parent store under
 ``{namespace}:{generation}``. Only when both are complete does it update the pointer, the
 metadata of the collection ``{namespace}-current`` (one Chroma call: the server applies it
 atomically). ``CARDRAG_NAMESPACE`` (default ``cardrag``) lets several knowledge bases share
@@ -35,13 +36,16 @@ from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import (
+    COLLECTION_NAME,
+    KINDS,
+    Collections,
     Index,
     StoreMissingError,
     check_model,
     drop_parent_store,
     make_manifest,
     new_generation,
-    open_collection,
+    open_collections,
     parent_store,
     upsert_documents,
 )
@@ -56,7 +60,14 @@ def pointer_name(namespace: str) -> str:
 
 def prefix(namespace: str) -> str:
     """Children collections are ``{namespace}-children-{generation}``."""
-    return f"{namespace}-children-"
+    return f"{namespace}-{COLLECTION_NAME}-"
+
+
+def generation_collections(
+    client: ClientAPI, namespace: str, generation: str, embeddings: Embeddings
+) -> Collections:
+    """One generation's collections: ``{namespace}-{kind}-{generation}``."""
+    return open_collections(client, embeddings, f"{namespace}-", f"-{generation}")
 
 
 class StoreUnavailableError(ConnectionError):
@@ -119,15 +130,16 @@ def open_remote(settings: Settings, embeddings: Embeddings) -> Index:
     url = str(settings.chroma_url)
     generation, manifest = read_pointer(url, settings.namespace)
     check_model(f"{url} ({generation})", manifest, settings.embedding_model)
-    name = prefix(settings.namespace) + generation
-    vectorstore = open_collection(http_client(url), name, embeddings)
+    stores = generation_collections(http_client(url), settings.namespace, generation, embeddings)
     return Index(
         path=settings.store_dir / generation,
-        vectorstore=vectorstore,
+        vectorstore=stores.children,
         docstore=parents_of(settings, generation),
         manifest=manifest,
-        bm25=BM25Index.from_vectorstore(vectorstore, settings.bm25_languages),
+        bm25=BM25Index.from_collections(stores.all(), settings.bm25_languages),
         generation=generation,
+        card_store=stores.cards,
+        restricted_store=stores.restricted,
     )
 
 
@@ -139,14 +151,13 @@ def build_remote(
     client = http_client(url)
     generation = new_generation()
     namespace = settings.namespace
-    name = prefix(namespace) + generation
     try:
-        vectorstore = open_collection(client, name, embeddings)
+        stores = generation_collections(client, namespace, generation, embeddings)
         docstore = parents_of(settings, generation)
         ids = upsert_documents(
-            vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=True
+            stores, docstore, splitter, [c.to_document() for c in cards], progress=True
         )
-        bm25 = BM25Index.from_vectorstore(vectorstore, settings.bm25_languages)
+        bm25 = BM25Index.from_collections(stores.all(), settings.bm25_languages)
         extra = {"embedding_model": settings.embedding_model, "chroma_url": url}
         manifest = make_manifest(splitter, len(cards), len(ids), extra)
     except BaseException:
@@ -163,20 +174,23 @@ def build_remote(
             _drop(client, settings, old)
     return Index(
         path=settings.store_dir / generation,
-        vectorstore=vectorstore,
+        vectorstore=stores.children,
         docstore=docstore,
         manifest=manifest,
         bm25=bm25,
         generation=generation,
+        card_store=stores.cards,
+        restricted_store=stores.restricted,
     )
 
 
 def _drop(client: ClientAPI, settings: Settings, generation: str) -> None:
-    name = prefix(settings.namespace) + generation
-    try:
-        client.delete_collection(name)
-    except Exception:
-        logger.debug("collection %s already gone", name)
+    for kind in KINDS:
+        name = f"{settings.namespace}-{kind}-{generation}"
+        try:
+            client.delete_collection(name)
+        except Exception:
+            logger.debug("collection %s already gone", name)
     drop_parent_store(
         settings.parent_store, generation, _parents_folder(settings, generation), settings.namespace
     )

@@ -5,7 +5,9 @@ Layout of the store folder (default ``.cardrag/``)::
     .cardrag/
         current -> index-20261129T142233-1a2b3c    (symlink: the index readers open)
         index-20261129T142233-1a2b3c/
-            chroma/         Chroma persistent client, collection "children", cosine space
+            chroma/         Chroma persistent client, cosine space, three collections:
+                            "children" (chunks), "cards" (whole-card rows) and
+                            "restricted" (both kinds, of restricted cards only)
             parents/        LocalFileStore: one JSON record per card id
             bm25/           bm25s index over the same children (for hybrid retrieval)
             manifest.json   model, chunk budgets, counts, build time
@@ -14,6 +16,13 @@ Layout of the store folder (default ``.cardrag/``)::
 ``current`` link (``os.replace``, atomic on POSIX), so a failure midway leaves the previous
 index answering. The previous index is kept one generation (a reader may still hold it open);
 older ones are removed.
+
+Why three collections: Chroma applies a metadata ``where`` before its vector search by first
+collecting every row the filter admits, so a filter that admits nearly every row (``chunk_index
+>= 0``, ``sensitivity != restricted``) costs time in proportion to the collection: at 49,000
+rows a filtered query took 13-90 times an unfiltered one (``evals/bench.md``). Keeping each kind
+of row in its own collection makes the frequent queries unfiltered, and restricted rows are
+excluded by construction: the public queries never touch their collection.
 """
 
 from __future__ import annotations
@@ -55,6 +64,12 @@ logger = logging.getLogger(__name__)
 
 COLLECTION_NAME = "children"
 """Chroma collection holding one row per child chunk."""
+CARDS_COLLECTION = "cards"
+"""Chroma collection holding the whole-card rows (``chunk_index`` -1)."""
+RESTRICTED_COLLECTION = "restricted"
+"""Chroma collection holding every row of restricted cards, searched only when allowed."""
+KINDS = (COLLECTION_NAME, CARDS_COLLECTION, RESTRICTED_COLLECTION)
+"""An index's collections, in the order of :class:`Collections`' fields."""
 DISTANCE_SPACE: Literal["cosine"] = "cosine"
 """Declared explicitly on the collection; the retriever converts distances for this space."""
 PARENT_FORMAT_VERSION = 1
@@ -81,6 +96,47 @@ def chroma_client(path: Path) -> ClientAPI:
 def open_vectorstore(path: Path, embeddings: Embeddings) -> Chroma:
     """The children collection under ``path``, created with the cosine space if new."""
     return open_collection(chroma_client(path), COLLECTION_NAME, embeddings)
+
+
+@dataclass(frozen=True)
+class Collections:
+    """The Chroma collections of one index, and which row goes where.
+
+    With only ``children`` set, every row lives there and queries tell the kinds apart with
+    metadata filters (a collection made by hand, or an index built before the split).
+    """
+
+    children: Chroma
+    """Child chunks (and, where the others are None, every other row too)."""
+    cards: Chroma | None = None
+    """Whole-card rows; None: they live in ``children``."""
+    restricted: Chroma | None = None
+    """Rows of restricted cards; None: they live with the public rows."""
+
+    def route(self, metadata: dict[str, Any]) -> Chroma:
+        """The collection a row with this metadata belongs in."""
+        if self.restricted is not None and metadata.get(md.SENSITIVITY) == "restricted":
+            return self.restricted
+        if self.cards is not None and metadata.get(md.CHUNK_INDEX) == md.CARD_ROW:
+            return self.cards
+        return self.children
+
+    def all(self) -> list[Chroma]:
+        """Every collection, children first."""
+        return [c for c in (self.children, self.cards, self.restricted) if c is not None]
+
+    def count(self) -> int:
+        """Rows in every collection."""
+        return sum(c._collection.count() for c in self.all())
+
+
+def open_collections(
+    client: ClientAPI, embeddings: Embeddings, prefix: str = "", suffix: str = ""
+) -> Collections:
+    """The three collections of an index on ``client``, named ``{prefix}{kind}{suffix}``."""
+    return Collections(
+        *(open_collection(client, f"{prefix}{kind}{suffix}", embeddings) for kind in KINDS)
+    )
 
 
 def open_collection(client: ClientAPI, name: str, embeddings: Embeddings) -> Chroma:
@@ -206,7 +262,7 @@ def drop_parent_store(
 
 
 def upsert_documents(
-    vectorstore: Chroma,
+    target: Chroma | Collections,
     docstore: BaseStore[str, Document],
     splitter: CardSplitter,
     parents: Sequence[Document],
@@ -215,11 +271,13 @@ def upsert_documents(
 ) -> list[str]:
     """The one write path: children into Chroma, parents into the docstore.
 
-    Children get deterministic ids ``{card_id}::{NN}``; rows a card no longer has (it shrank)
-    are deleted after the new rows are written, so re-adding the same cards changes nothing.
+    Children get deterministic ids ``{card_id}::{NN}``; rows a card no longer has (it shrank,
+    or its rows moved to another collection) are deleted after the new rows are written, so
+    re-adding the same cards changes nothing.
 
     Args:
-        vectorstore: The children collection.
+        target: The index's collections (each row goes where :meth:`Collections.route` says),
+            or one collection for every row.
         docstore: The parent store.
         splitter: Splits each parent into children.
         parents: Parent documents whose ``id`` is the card id.
@@ -232,21 +290,32 @@ def upsert_documents(
         if not doc.id:
             msg = f"parent document has no id (title {doc.metadata.get(md.TITLE)!r})"
             raise ValueError(msg)
+    stores = target if isinstance(target, Collections) else Collections(target)
     children = splitter.split_documents(parents)
     ids = [md.child_id(c.metadata[md.PARENT_ID], c.metadata[md.CHUNK_INDEX]) for c in children]
     parent_ids = [str(doc.id) for doc in parents]
-    stale = set(existing_child_ids(vectorstore, parent_ids)) - set(ids)
+    routed = [stores.route(c.metadata) for c in children]
+    stale = {
+        id(store): set(existing_child_ids(store, parent_ids))
+        - {i for i, r in zip(ids, routed, strict=True) if r is store}
+        for store in stores.all()
+    }
     batches = range(0, len(children), WRITE_BATCH)
     for start in tqdm(
         batches, desc="embedding children", unit="batch", disable=None if progress else True
     ):
         end = start + WRITE_BATCH
-        vectorstore.add_documents(children[start:end], ids=ids[start:end])
-    if stale:
-        vectorstore.delete(ids=sorted(stale))
+        for store in stores.all():
+            rows = [i for i in range(start, min(end, len(children))) if routed[i] is store]
+            if rows:
+                store.add_documents([children[i] for i in rows], ids=[ids[i] for i in rows])
+    for store in stores.all():
+        if stale[id(store)]:
+            store.delete(ids=sorted(stale[id(store)]))
     docstore.mset([(str(doc.id), doc) for doc in parents])
+    removed = sum(len(s) for s in stale.values())
     logger.info(
-        "wrote %d children of %d parents (%d stale removed)", len(ids), len(parents), len(stale)
+        "wrote %d children of %d parents (%d stale removed)", len(ids), len(parents), removed
     )
     return ids
 
@@ -262,18 +331,20 @@ def existing_child_ids(vectorstore: Chroma, parent_ids: Sequence[str]) -> list[s
 
 
 def delete_documents(
-    vectorstore: Chroma, docstore: BaseStore[str, Document], parent_ids: Sequence[str]
+    target: Chroma | Collections, docstore: BaseStore[str, Document], parent_ids: Sequence[str]
 ) -> None:
-    """Remove cards: their children from Chroma and their records from the docstore."""
-    stale = existing_child_ids(vectorstore, parent_ids)
-    if stale:
-        vectorstore.delete(ids=stale)
+    """Remove cards: their rows from every collection and their records from the docstore."""
+    stores = target if isinstance(target, Collections) else Collections(target)
+    for store in stores.all():
+        stale = existing_child_ids(store, parent_ids)
+        if stale:
+            store.delete(ids=stale)
     docstore.mdelete(list(parent_ids))
 
 
 @dataclass
 class Index:
-    """An opened index: the children collection and the parent store."""
+    """An opened index: its collections and the parent store."""
 
     path: Path
     """The index folder (``index-*``), resolved from the ``current`` link."""
@@ -287,6 +358,15 @@ class Index:
     """BM25 over the same children (None for indexes built before it existed)."""
     generation: str = ""
     """The index generation's name (``index-<time>-<id>``); a re-ingest makes a new one."""
+    card_store: Chroma | None = None
+    """Whole-card rows (None: indexes built before they had their own collection)."""
+    restricted_store: Chroma | None = None
+    """Rows of restricted cards (None: indexes built before they had their own collection)."""
+
+    @property
+    def collections(self) -> Collections:
+        """The index's collections, for writing and for BM25."""
+        return Collections(self.vectorstore, self.card_store, self.restricted_store)
 
 
 class ModelMismatchError(ValueError):
@@ -320,13 +400,19 @@ def open_index(
     manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
     check_model(str(path), manifest, model)
     bm25 = BM25Index.load(path / "bm25") if (path / "bm25").is_dir() else None
+    if manifest.get("collections"):
+        stores = open_collections(chroma_client(path / "chroma"), embeddings)
+    else:  # built before the rows were split into collections: every row in "children"
+        stores = Collections(open_vectorstore(path / "chroma", embeddings))
     return Index(
         path=path,
-        vectorstore=open_vectorstore(path / "chroma", embeddings),
+        vectorstore=stores.children,
         docstore=parent_store(parents, path.name, path / "parents"),
         manifest=manifest,
         bm25=bm25,
         generation=path.name,
+        card_store=stores.cards,
+        restricted_store=stores.restricted,
     )
 
 
@@ -361,6 +447,7 @@ def make_manifest(
         "chunker": splitter.mode,
         "distance_space": DISTANCE_SPACE,
         "parent_format_version": PARENT_FORMAT_VERSION,
+        "collections": list(KINDS),
     }
 
 
@@ -394,12 +481,12 @@ def build_index(
     store_dir.mkdir(parents=True, exist_ok=True)
     path = store_dir / new_generation()
     try:
-        vectorstore = open_vectorstore(path / "chroma", embeddings)
+        stores = open_collections(chroma_client(path / "chroma"), embeddings)
         docstore = parent_store(parents, path.name, path / "parents")
         ids = upsert_documents(
-            vectorstore, docstore, splitter, [c.to_document() for c in cards], progress=progress
+            stores, docstore, splitter, [c.to_document() for c in cards], progress=progress
         )
-        bm25 = BM25Index.from_vectorstore(vectorstore, languages)
+        bm25 = BM25Index.from_collections(stores.all(), languages)
         bm25.save(path / "bm25")
         manifest = make_manifest(splitter, len(cards), len(ids), extra_manifest)
         (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
@@ -411,11 +498,13 @@ def build_index(
     swap_current(store_dir, path, parents)
     return Index(
         path=path,
-        vectorstore=vectorstore,
+        vectorstore=stores.children,
         docstore=docstore,
         manifest=manifest,
         bm25=bm25,
         generation=path.name,
+        card_store=stores.cards,
+        restricted_store=stores.restricted,
     )
 
 

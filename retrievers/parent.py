@@ -28,7 +28,7 @@ from ingest import metadata as md
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import Index, delete_documents, upsert_documents
+from ingest.store import Collections, Index, delete_documents, upsert_documents
 from retrievers.fusion import ChildHit, FusionWeights, ParentHit, best_per_parent, rank_parents
 from retrievers.scoring import collection_space, distance_to_similarity
 
@@ -39,6 +39,8 @@ CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$gte": 0}}
 """Real children only (card rows have ``chunk_index`` -1)."""
 CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
 """Whole-card rows only."""
+NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
+"""Rows of cards that are not restricted (needed only where restricted rows share a collection)."""
 
 
 class ScoredParentDocumentRetriever(ParentDocumentRetriever):
@@ -61,6 +63,13 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     vectorstore: Chroma
     """The children collection (Chroma, with its declared distance space)."""
+    card_store: Chroma | None = None
+    """The whole-card rows' own collection (as ``cardrag ingest`` builds it); None: card rows,
+    if any, share ``vectorstore`` and a ``chunk_index`` filter tells the kinds apart."""
+    restricted_store: Chroma | None = None
+    """The restricted cards' own collection, searched only with ``allow_restricted``; None:
+    their rows share the other collections and a ``sensitivity`` filter in the query excludes
+    them."""
     child_splitter: CardSplitter = Field(default_factory=CardSplitter)
     """Splits parents into children on ``add_documents``."""
     id_key: str = md.PARENT_ID
@@ -107,6 +116,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """
         values: dict[str, Any] = {
             "vectorstore": index.vectorstore,
+            "card_store": index.card_store,
+            "restricted_store": index.restricted_store,
             "docstore": index.docstore,
             "child_splitter": CardSplitter.from_settings(settings),
             "k": settings.k,
@@ -150,12 +161,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
         while True:
             # each ranking gets its own window of the same size: children, card rows, BM25
-            hits = self._search(vector, fetch, merge_filters(where, CHILD_ROWS))
-            cards = (
-                self._search(vector, fetch, merge_filters(where, CARD_ROWS))
-                if self.card_rows
-                else []
-            )
+            hits = self._search_rows(vector, fetch, where, cards=False)
+            cards = self._search_rows(vector, fetch, where, cards=True) if self.card_rows else []
             lexical = best_per_parent(lexical_hits[:fetch])
             extra = self._resolve(vector, [*hits, *cards], lexical, where, fetch)
             ranked = rank_parents(
@@ -165,8 +172,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
                 weights=self._weights,
                 c=self.rrf_c,
             )
-            parents = self.docstore.mget([p.parent_id for p in ranked])
-            docs, missing = assemble(ranked, parents, pool, allow_restricted=self.allow_restricted)
+            docs, missing = self._expand(ranked, pool)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), pool, floor)
             if fetch_more is None:
                 docs = finish(docs, missing)
@@ -218,18 +224,42 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         where: Where | None,
         fetch: int,
     ) -> list[ChildHit]:
-        """Dense hits for parents BM25 found but the dense window did not: one filtered query.
+        """Dense hits for parents BM25 found but the dense window did not: a filtered query.
 
-        The query carries the same ``where`` (so filters and the restricted exclusion apply to
-        BM25 candidates too) and gives their dense similarity for the gate.
+        The query carries the same ``where`` and searches the same collections (so filters
+        and the restricted exclusion apply to BM25 candidates too) and gives their dense
+        similarity for the gate.
         """
         seen = {h.parent_id for h in hits}
         unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
         if not unknown:
             return []
-        rows = None if self.card_rows else CHILD_ROWS
-        only = merge_filters(where, {self.id_key: {"$in": unknown}}, rows)
-        return self._search(vector, min(self.max_fetch, max(fetch, 4 * len(unknown))), only)
+        only = merge_filters(where, {self.id_key: {"$in": unknown}})
+        window = min(self.max_fetch, max(fetch, 4 * len(unknown)))
+        found = self._search_rows(vector, window, only, cards=False)
+        if self.card_rows:
+            found += self._search_rows(vector, window, only, cards=True)
+        return found
+
+    def _expand(self, ranked: Sequence[ParentHit], k: int) -> tuple[list[Document], list[str]]:
+        """The first ``k`` ranked parents that exist and may be shown, read from the docstore.
+
+        Reads only as many records as still needed, a slice at a time (each read opens files
+        or makes a round trip).
+        """
+        docs: list[Document] = []
+        missing: list[str] = []
+        start = 0
+        while len(docs) < k and start < len(ranked):
+            part = ranked[start : start + k - len(docs)]
+            records = self.docstore.mget([p.parent_id for p in part])
+            more, gone = assemble(
+                part, records, k - len(docs), allow_restricted=self.allow_restricted
+            )
+            docs += more
+            missing += gone
+            start += len(part)
+        return docs, missing
 
     def _floor(self, per_call: float | None) -> float | None:
         return self.min_similarity if per_call is None else per_call
@@ -243,15 +273,47 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         return embeddings
 
     def _where(self, per_call: Where | None) -> Where | None:
-        restricted = None if self.allow_restricted else {md.SENSITIVITY: {"$ne": "restricted"}}
-        return merge_filters(self.filter, per_call, restricted)
+        return merge_filters(self.filter, per_call)
 
-    def _search(self, vector: list[float], fetch: int, where: Where | None) -> list[ChildHit]:
-        """One vector query: the ``fetch`` nearest children with similarities."""
+    def _queries(self, cards: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:
+        """The (collection, filter) pairs that hold one kind of row (children or card rows).
+
+        Where each kind has its own collection the queries need no filter of their own (only
+        ``where``); where rows share one collection, metadata filters tell them apart.
+        """
+        kind = CARD_ROWS if cards else CHILD_ROWS
+        split = self.card_store is not None
+        public = self.card_store if cards and self.card_store is not None else self.vectorstore
+        shared = self.restricted_store is None and not self.allow_restricted
+        queries = [
+            (
+                public,
+                merge_filters(where, None if split else kind, NOT_RESTRICTED if shared else None),
+            )
+        ]
+        if self.allow_restricted and self.restricted_store is not None:
+            queries.append((self.restricted_store, merge_filters(where, kind)))
+        return queries
+
+    def _search_rows(
+        self, vector: list[float], fetch: int, where: Where | None, *, cards: bool
+    ) -> list[ChildHit]:
+        """The ``fetch`` nearest rows of one kind, over every collection that holds them."""
+        hits = [
+            h
+            for store, f in self._queries(cards, where)
+            for h in self._search(store, vector, fetch, f)
+        ]
+        return nearest(hits, fetch)
+
+    def _search(
+        self, store: Chroma, vector: list[float], fetch: int, where: Where | None
+    ) -> list[ChildHit]:
+        """One vector query: the ``fetch`` nearest rows of ``store`` with similarities."""
         if self._space is None:  # read once: the space is fixed when the collection is made
             self._space = collection_space(self.vectorstore)
         space = self._space
-        results = self.vectorstore.similarity_search_by_vector_with_relevance_scores(
+        results = store.similarity_search_by_vector_with_relevance_scores(
             vector, k=fetch, filter=where
         )
         return [
@@ -289,7 +351,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             )
             raise ValueError(msg)
         upsert_documents(
-            self.vectorstore, self.docstore, self.child_splitter, with_ids(documents, ids)
+            self.collections, self.docstore, self.child_splitter, with_ids(documents, ids)
         )
         self._refresh_bm25()
 
@@ -305,13 +367,18 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove cards: their children and their parent records."""
-        delete_documents(self.vectorstore, self.docstore, ids)
+        delete_documents(self.collections, self.docstore, ids)
         self._refresh_bm25()
 
+    @property
+    def collections(self) -> Collections:
+        """The collections this retriever reads and writes."""
+        return Collections(self.vectorstore, self.card_store, self.restricted_store)
+
     def _refresh_bm25(self) -> None:
-        """Rebuild BM25 from the collection after a write (bm25s indexes are static)."""
+        """Rebuild BM25 from the collections after a write (bm25s indexes are static)."""
         if self.bm25 is not None:
-            self.bm25 = BM25Index.from_vectorstore(self.vectorstore, self.bm25.languages)
+            self.bm25 = BM25Index.from_collections(self.collections.all(), self.bm25.languages)
 
 
 # -- pure helpers shared by the sync and async paths ------------------------------------------
@@ -415,6 +482,16 @@ def sentence_window_of(child: dict[str, Any], body: str) -> dict[str, Any]:
         md.MATCHED_WINDOW_END_INDEX: end,
         md.PROMPT_TEXT: body[start:end],
     }
+
+
+def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
+    """The ``n`` most similar hits (hits of several collections merged), best first.
+
+    Example:
+        >>> nearest([ChildHit("a::00", "a", 0.2), ChildHit("b::00", "b", 0.9)], 1)
+        [ChildHit(child_id='b::00', parent_id='b', score=0.9, text='', metadata={})]
+    """
+    return sorted(hits, key=lambda h: -h.score)[:n]
 
 
 def finish(docs: list[Document], missing: list[str]) -> list[Document]:

@@ -38,8 +38,8 @@ from ingest import metadata as md
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import Index, open_vectorstore, upsert_documents
-from retrievers.parent import CHILD_ROWS, ScoredParentDocumentRetriever
+from ingest.store import Index, chroma_client, open_collections, upsert_documents
+from retrievers.parent import ScoredParentDocumentRetriever
 
 DIMENSIONS = 384
 
@@ -77,25 +77,37 @@ def measure(cards: int, rounds: int) -> dict[str, Any]:
     docs = list(synthetic_cards(cards))
     with tempfile.TemporaryDirectory(prefix="cardrag-growth-") as tmp:
         started = time.perf_counter()
-        vectorstore = open_vectorstore(Path(tmp) / "children", embeddings)
+        stores = open_collections(chroma_client(Path(tmp) / "children"), embeddings)
+        vectorstore = stores.children
         docstore = InMemoryStore()
         splitter = CardSplitter.from_settings(settings)
-        upsert_documents(vectorstore, docstore, splitter, docs, progress=True)
-        bm25 = BM25Index.from_vectorstore(vectorstore, settings.bm25_languages)
+        upsert_documents(stores, docstore, splitter, docs, progress=True)
+        bm25 = BM25Index.from_collections(stores.all(), settings.bm25_languages)
         build_s = time.perf_counter() - started
-        atomic_store = open_vectorstore(Path(tmp) / "atomic", embeddings)
-        upsert_documents(atomic_store, InMemoryStore(), CardSplitter(mode="none"), docs)
-        index = Index(Path(tmp), vectorstore, docstore, {}, bm25)
+        atomic_stores = open_collections(chroma_client(Path(tmp) / "atomic"), embeddings)
+        upsert_documents(atomic_stores, InMemoryStore(), CardSplitter(mode="none"), docs)
+        index = Index(
+            Path(tmp),
+            vectorstore,
+            docstore,
+            {},
+            bm25,
+            card_store=stores.cards,
+            restricted_store=stores.restricted,
+        )
         ours = ScoredParentDocumentRetriever.from_index(index, settings)
         atomic = ScoredParentDocumentRetriever(
-            vectorstore=atomic_store, docstore=docstore, k=settings.k
+            vectorstore=atomic_stores.children,
+            restricted_store=atomic_stores.restricted,
+            docstore=docstore,
+            k=settings.k,
         )
         vanilla = ParentDocumentRetriever(
             vectorstore=vectorstore,
             docstore=docstore,
             child_splitter=splitter,
             id_key=md.PARENT_ID,
-            search_kwargs={"k": settings.k, "filter": CHILD_ROWS},
+            search_kwargs={"k": settings.k},
         )
         window = settings.k * settings.fetch_multiplier
 

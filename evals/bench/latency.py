@@ -22,8 +22,8 @@ from ingest import metadata as md
 from ingest.cards import Card
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import build_index, open_index, open_vectorstore, upsert_documents
-from retrievers.parent import CHILD_ROWS, ScoredParentDocumentRetriever
+from ingest.store import build_index, chroma_client, open_collections, open_index, upsert_documents
+from retrievers.parent import ScoredParentDocumentRetriever
 
 FLOOR = "floor: embed + 1 Chroma query"
 
@@ -73,9 +73,9 @@ def latency(
     splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
     build_index(cards, workdir / "store", embeddings, splitter, progress=False)
     index = open_index(workdir / "store", embeddings)
-    atomic_store = open_vectorstore(workdir / "atomic", embeddings)
+    atomic_stores = open_collections(chroma_client(workdir / "atomic"), embeddings)
     docs = [c.to_document() for c in cards]
-    upsert_documents(atomic_store, InMemoryStore(), whole_card_splitter(), docs)
+    upsert_documents(atomic_stores, InMemoryStore(), whole_card_splitter(), docs)
     window = settings.k * settings.fetch_multiplier
 
     def floor(q: str) -> object:
@@ -87,10 +87,13 @@ def latency(
         docstore=index.docstore,
         child_splitter=splitter,
         id_key=md.PARENT_ID,
-        search_kwargs={"k": settings.k, "filter": CHILD_ROWS},
+        search_kwargs={"k": settings.k},
     )
     atomic = ScoredParentDocumentRetriever(
-        vectorstore=atomic_store, docstore=index.docstore, k=settings.k
+        vectorstore=atomic_stores.children,
+        restricted_store=atomic_stores.restricted,
+        docstore=index.docstore,
+        k=settings.k,
     )
     systems: dict[str, Callable[[str], object]] = {
         FLOOR: floor,

@@ -38,14 +38,14 @@ def test_empty_index_finds_nothing(tmp_path: Path) -> None:
     assert BM25Index.load(tmp_path / "bm25").search("insulin", 5) == []
 
 
-def test_rebuilt_from_vectorstore_without_card_rows(tmp_path: Path) -> None:
+def test_rebuilt_from_collections_without_card_rows(tmp_path: Path) -> None:
     store = open_vectorstore(tmp_path, FakeEmbeddings())
     docs = [
         Document(page_content=TEXTS[0], metadata={"parent_id": "a", "chunk_index": 0}),
         Document(page_content="insulin card row", metadata={"parent_id": "a", "chunk_index": -1}),
     ]
     store.add_documents(docs, ids=["a::00", "a::card"])
-    index = BM25Index.from_vectorstore(store)
+    index = BM25Index.from_collections([store])
     assert index.child_ids == ["a::00"]
 
 

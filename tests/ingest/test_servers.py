@@ -131,7 +131,10 @@ def test_reingest_moves_the_pointer_and_keeps_one_previous_generation(
         assert current_generation(settings) == generations[-1]
     client = chromadb.HttpClient(host="127.0.0.1", port=int(chroma_url.rsplit(":", 1)[1]))
     names = {c.name for c in client.list_collections() if c.name.startswith("swaps-")}
-    assert names == {"swaps-current"} | {f"swaps-children-{g}" for g in generations[1:]}
+    kept = generations[1:]
+    assert names == {"swaps-current"} | {
+        f"swaps-{kind}-{g}" for kind in ("children", "cards", "restricted") for g in kept
+    }
     keys = redis.Redis.from_url(redis_url).keys("swaps:*")
     assert {k.decode().split(":")[1].split("/")[0] for k in keys} == set(generations[1:])
     assert len(keys) == 2 * 13  # two generations of 13 cards

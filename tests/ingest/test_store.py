@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -31,7 +32,14 @@ def test_one_row_per_child_with_deterministic_ids(
     shipped_index_dir: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
     index = open_index(shipped_index_dir, real_embeddings)
-    rows = index.vectorstore.get(include=["metadatas", "documents"])
+    assert index.restricted_store is not None
+    public = index.vectorstore.get(include=["metadatas", "documents"])
+    hidden = index.restricted_store.get(include=["metadatas", "documents"])
+    # each kind of row in its own collection: the public query needs no sensitivity filter
+    assert {m["sensitivity"] for m in hidden["metadatas"]} == {"restricted"}
+    assert "restricted" not in {m["sensitivity"] for m in public["metadatas"]}
+    assert (len(public["ids"]), len(hidden["ids"])) == (158, 6)
+    rows = {key: public[key] + hidden[key] for key in ("ids", "metadatas", "documents")}
     splitter = CardSplitter()
     expected = {
         md.child_id(c.id, i): child
@@ -87,14 +95,35 @@ def test_reingest_the_same_cards_adds_no_rows(
     index = build_index(
         shipped_cards[:5], tmp_path, real_embeddings, CardSplitter(), progress=False
     )
-    before = index.vectorstore._collection.count()
+    before = index.collections.count()
     upsert_documents(
-        index.vectorstore,
+        index.collections,
         index.docstore,
         CardSplitter(),
         [c.to_document() for c in shipped_cards[:5]],
     )
-    assert index.vectorstore._collection.count() == before == 20
+    assert index.collections.count() == before == 20
+
+
+def test_a_card_that_becomes_restricted_moves_all_its_rows(
+    tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    index = build_index(
+        shipped_cards[:2], tmp_path, real_embeddings, CardSplitter(card_row=True), progress=False
+    )
+    stores = index.collections
+    assert stores.cards is not None and stores.restricted is not None
+    card = shipped_cards[0].to_document()
+    card.metadata["sensitivity"] = "restricted"
+    upsert_documents(stores, index.docstore, CardSplitter(card_row=True), [card])
+
+    def ids(store: Any) -> set[str]:
+        return {i for i in store.get(include=[])["ids"] if i.startswith(f"{card.id}::")}
+
+    moved = ids(stores.restricted)
+    assert ids(stores.children) == ids(stores.cards) == set()
+    assert f"{card.id}::card" in moved and f"{card.id}::00" in moved
+    assert stores.count() == index.manifest["children"]
 
 
 def test_bad_card_leaves_the_previous_index_answering(
@@ -113,7 +142,7 @@ def test_bad_card_leaves_the_previous_index_answering(
         ingest_folder(settings, bad)
     again = open_index(settings.store_dir, real_embeddings, REAL_MODEL)
     assert again.path == first.path
-    assert again.vectorstore._collection.count() == first.manifest["children"]
+    assert again.collections.count() == first.manifest["children"]
     assert [c.id for c in shipped_cards[:3]] == [
         "card-adherence-reminders",
         "card-alcohol-interactions",
@@ -144,7 +173,7 @@ def test_crash_midway_keeps_previous_index_and_leaves_no_partial(
     assert (tmp_path / CURRENT).resolve() == first.path
     assert sorted(p.name for p in tmp_path.glob("index-*")) == [first.path.name]
     reopened = open_index(tmp_path, real_embeddings)
-    assert reopened.vectorstore._collection.count() == first.manifest["children"]
+    assert reopened.collections.count() == first.manifest["children"]
 
 
 def test_swap_keeps_one_previous_generation(

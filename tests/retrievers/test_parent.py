@@ -18,9 +18,10 @@ from langchain_core.stores import InMemoryStore
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import build_index, open_index, open_vectorstore
+from ingest.store import build_index, chroma_client, open_collections, open_index, open_vectorstore
 from retrievers.fusion import ChildHit
 from retrievers.parent import (
+    NOT_RESTRICTED,
     ScoredParentDocumentRetriever,
     first_fetch,
     merge_filters,
@@ -67,10 +68,14 @@ def test_overfetch_returns_k_parents_when_one_card_dominates(
     original = ScoredParentDocumentRetriever._search
 
     def spy(
-        self: ScoredParentDocumentRetriever, vector: list[float], fetch: int, where: Any
+        self: ScoredParentDocumentRetriever,
+        store: Any,
+        vector: list[float],
+        fetch: int,
+        where: Any,
     ) -> Any:
         windows.append(fetch)
-        return original(self, vector, fetch, where)
+        return original(self, store, vector, fetch, where)
 
     monkeypatch.setattr(ScoredParentDocumentRetriever, "_search", spy)
     docs = small.invoke("pills stomach morning")
@@ -228,6 +233,74 @@ QUESTIONS = [
 
 def _key(docs: list[Document]) -> list[tuple[str | None, float, str]]:
     return [(d.id, round(d.metadata["score"], 6), d.metadata["matched_child_id"]) for d in docs]
+
+
+def test_split_collections_query_without_filters_and_rank_like_one_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = [
+        card("card-a", "pills stomach\n\nmorning tablets with water"),
+        card("card-b", "pills stomach morning"),
+        card("card-s", "pills stomach staff code", sensitivity="restricted"),
+    ]
+    single = fake_retriever(tmp_path / "one", 40, card_row=True, card_rows=True)
+    stores = open_collections(chroma_client(tmp_path / "split"), FakeEmbeddings(size=512))
+    split = ScoredParentDocumentRetriever(
+        vectorstore=stores.children,
+        card_store=stores.cards,
+        restricted_store=stores.restricted,
+        docstore=InMemoryStore(),
+        child_splitter=single.child_splitter,
+        card_rows=True,
+    )
+    single.add_documents(docs)
+    split.add_documents(docs)
+    queries: list[tuple[str, Any]] = []
+    original = ScoredParentDocumentRetriever._search
+
+    def spy(self: Any, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
+        queries.append((store._collection.name, where))
+        return original(self, store, vector, fetch, where)
+
+    monkeypatch.setattr(ScoredParentDocumentRetriever, "_search", spy)
+    question = "pills stomach morning"
+    expected = _key(single.invoke(question))
+    assert queries == [
+        ("children", {"$and": [{"chunk_index": {"$gte": 0}}, NOT_RESTRICTED]}),
+        ("children", {"$and": [{"chunk_index": -1}, NOT_RESTRICTED]}),
+    ]
+    queries.clear()
+    assert _key(split.invoke(question)) == expected
+    assert [p for p, _, _ in expected] == ["card-b", "card-a"]
+    assert queries == [("children", None), ("cards", None)]
+    queries.clear()
+    split.allow_restricted = single.allow_restricted = True
+    assert _key(split.invoke(question)) == _key(single.invoke(question))
+    assert queries[:4] == [
+        ("children", None),
+        ("restricted", {"chunk_index": {"$gte": 0}}),
+        ("cards", None),
+        ("restricted", {"chunk_index": -1}),
+    ]
+    assert "card-s" in [d.id for d in split.invoke(question)]
+
+
+def test_expansion_reads_only_the_parents_it_returns(tmp_path: Path) -> None:
+    retriever = fake_retriever(tmp_path, 40)
+    retriever.add_documents([card(f"card-{i}", f"pills stomach {i}") for i in range(6)])
+    ranked = [d.id for d in retriever.invoke("pills stomach", k=6)]
+    retriever.docstore.mdelete([str(ranked[0])])  # the best parent's record is gone
+    read: list[list[str]] = []
+    original = retriever.docstore.mget
+
+    def spy(keys: list[str]) -> Any:
+        read.append(list(keys))
+        return original(keys)
+
+    retriever.docstore.mget = spy  # type: ignore[method-assign]
+    docs = retriever.invoke("pills stomach", k=2)
+    assert read == [ranked[:2], ranked[2:3]]  # two records, then one more for the missing one
+    assert [d.id for d in docs] == ranked[1:3]
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke", "batch", "abatch"])
@@ -399,9 +472,13 @@ def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
     original = ScoredParentDocumentRetriever._search
 
     def spy(
-        self: ScoredParentDocumentRetriever, vector: list[float], fetch: int, where: Any
+        self: ScoredParentDocumentRetriever,
+        store: Any,
+        vector: list[float],
+        fetch: int,
+        where: Any,
     ) -> Any:
-        found = original(self, vector, fetch, where)
+        found = original(self, store, vector, fetch, where)
         hits.append([h.child_id for h in found])
         return found
 
