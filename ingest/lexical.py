@@ -114,11 +114,7 @@ class BM25Index:
         tokens = bm25s.tokenize([query], stopwords=stopwords(self.languages), show_progress=False)
         if not tokens.vocab:
             return []
-        mask = None
-        if not allow_restricted and any(self.restricted):
-            import numpy as np
-
-            mask = np.array([not r for r in self.restricted], dtype=np.float32)
+        mask = None if allow_restricted else self._public_mask
         docs, scores = self.model.retrieve(
             tokens,
             k=min(n, len(self.child_ids)),
@@ -131,6 +127,15 @@ class BM25Index:
             for i, s in zip(docs[0], scores[0], strict=True)
             if s > 0
         ]
+
+    @functools.cached_property
+    def _public_mask(self) -> Any:
+        """1 for rows of cards that are not restricted, 0 for the others (None: no row is)."""
+        if not any(self.restricted):
+            return None
+        import numpy as np
+
+        return np.array([not r for r in self.restricted], dtype=np.float32)
 
     def save(self, folder: Path) -> None:
         """Write the index files and the row ids into ``folder``."""

@@ -30,7 +30,7 @@ from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import Collections, Index, delete_documents, upsert_documents
 from retrievers.fusion import ChildHit, FusionWeights, ParentHit, best_per_parent, rank_parents
-from retrievers.scoring import collection_space, distance_to_similarity
+from retrievers.scoring import collection_space, cosine_similarities, distance_to_similarity
 
 logger = logging.getLogger(__name__)
 
@@ -224,11 +224,13 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         where: Where | None,
         fetch: int,
     ) -> list[ChildHit]:
-        """Dense hits for parents BM25 found but the dense window did not: a filtered query.
+        """Dense hits for parents BM25 found but the dense window did not.
 
-        The query carries the same ``where`` and searches the same collections (so filters
-        and the restricted exclusion apply to BM25 candidates too) and gives their dense
-        similarity for the gate.
+        Their rows are read by parent id (``get``, an indexed lookup) and scored against the
+        question here: a vector query restricted to a few parents costs Chroma far more than
+        an unrestricted one (30 ms against 4 ms at 40,000 children). The read carries the same
+        ``where`` and reads the same collections, so filters and the restricted exclusion
+        apply to BM25 candidates too; it gives their dense similarity for the gate.
         """
         seen = {h.parent_id for h in hits}
         unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
@@ -236,10 +238,35 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             return []
         only = merge_filters(where, {self.id_key: {"$in": unknown}})
         window = min(self.max_fetch, max(fetch, 4 * len(unknown)))
-        found = self._search_rows(vector, window, only, cards=False)
+        found = self._read_rows(vector, window, only, cards=False)
         if self.card_rows:
-            found += self._search_rows(vector, window, only, cards=True)
+            found += self._read_rows(vector, window, only, cards=True)
         return found
+
+    def _read_rows(
+        self, vector: list[float], window: int, where: Where | None, *, cards: bool
+    ) -> list[ChildHit]:
+        """The ``window`` rows of one kind matching ``where`` nearest the question.
+
+        Read with ``get`` and scored exactly (no vector search).
+        """
+        hits: list[ChildHit] = []
+        for store, only in self._queries(cards, where):
+            rows = store.get(where=only, include=["embeddings", "metadatas", "documents"])
+            scores = cosine_similarities(vector, rows["embeddings"])
+            hits += [
+                ChildHit(
+                    child_id=str(row_id),
+                    parent_id=str((meta or {}).get(self.id_key, "")),
+                    score=score,
+                    text=text or "",
+                    metadata=dict(meta or {}),
+                )
+                for row_id, meta, text, score in zip(
+                    rows["ids"], rows["metadatas"], rows["documents"], scores, strict=True
+                )
+            ]
+        return nearest(hits, window)
 
     def _expand(self, ranked: Sequence[ParentHit], k: int) -> tuple[list[Document], list[str]]:
         """The first ``k`` ranked parents that exist and may be shown, read from the docstore.

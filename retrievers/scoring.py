@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 SPACES = ("cosine", "ip", "l2")
 
 
@@ -45,6 +47,22 @@ def distance_to_similarity(distance: float, space: str) -> float:
         return 1.0 - distance / 2.0
     msg = f"unknown distance space {space!r}; expected one of {', '.join(SPACES)}"
     raise ValueError(msg)
+
+
+def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:
+    """The cosine similarity of the question to each row vector (for rows read with ``get``).
+
+    Equal to :func:`distance_to_similarity` of the row's distance in any space for unit-length
+    vectors, and computed without a vector search.
+
+    Example:
+        >>> [round(s, 3) for s in cosine_similarities([1.0, 0.0], [[1.0, 0.0], [0.0, 2.0]])]
+        [1.0, 0.0]
+    """
+    matrix = np.asarray(rows, dtype=np.float64).reshape(-1, len(query))
+    vector = np.asarray(query, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
+    return [float(x) for x in (matrix @ vector) / np.where(norms == 0, 1.0, norms)]
 
 
 def collection_space(vectorstore: Any) -> str:

@@ -98,6 +98,7 @@ def measure(cards: int, rounds: int) -> dict[str, Any]:
         ours = ScoredParentDocumentRetriever.from_index(index, settings)
         atomic = ScoredParentDocumentRetriever(
             vectorstore=atomic_stores.children,
+            card_store=atomic_stores.cards,
             restricted_store=atomic_stores.restricted,
             docstore=docstore,
             k=settings.k,
@@ -123,7 +124,7 @@ def measure(cards: int, rounds: int) -> dict[str, Any]:
             "ours": ours.invoke,
         }
         times = {name: timings(fn, asked, rounds) for name, fn in systems.items()}
-        rows = vectorstore._collection.count()
+        rows = stores.count()
     return {
         "cards": cards,
         "rows": rows,

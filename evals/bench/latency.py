@@ -91,6 +91,7 @@ def latency(
     )
     atomic = ScoredParentDocumentRetriever(
         vectorstore=atomic_stores.children,
+        card_store=atomic_stores.cards,
         restricted_store=atomic_stores.restricted,
         docstore=index.docstore,
         k=settings.k,
