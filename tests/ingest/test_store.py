@@ -14,16 +14,19 @@ from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import (
     CURRENT,
+    Collections,
     StoreMissingError,
     build_index,
+    chroma_client,
     deserialize_parent,
     ingest_folder,
+    open_collections,
     open_index,
     open_parent_store,
     serialize_parent,
     upsert_documents,
 )
-from tests.conftest import CARDS_DIR, REAL_MODEL, card_folder
+from tests.conftest import CARDS_DIR, REAL_MODEL, FakeEmbeddings, card_folder
 
 CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")
 
@@ -103,6 +106,26 @@ def test_reingest_the_same_cards_adds_no_rows(
         [c.to_document() for c in shipped_cards[:5]],
     )
     assert index.collections.count() == before == 20
+
+
+def test_rows_are_routed_by_kind_and_sensitivity(tmp_path: Path) -> None:
+    both = open_collections(chroma_client(tmp_path / "split"), FakeEmbeddings())
+    one = Collections(both.children)
+    rows = {
+        "child": {"chunk_index": 0, "sensitivity": "public"},
+        "card row": {"chunk_index": -1, "sensitivity": "internal"},
+        "restricted child": {"chunk_index": 2, "sensitivity": "restricted"},
+        "restricted card row": {"chunk_index": -1, "sensitivity": "restricted"},
+    }
+    names = {k: both.route(m)._collection.name for k, m in rows.items()}
+    assert names == {
+        "child": "children",
+        "card row": "cards",
+        "restricted child": "restricted",
+        "restricted card row": "restricted",
+    }
+    assert {one.route(m) for m in rows.values()} == {both.children}
+    assert [c._collection.name for c in both.all()] == ["children", "cards", "restricted"]
 
 
 def test_a_card_that_becomes_restricted_moves_all_its_rows(

@@ -285,6 +285,23 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
     assert "card-s" in [d.id for d in split.invoke(question)]
 
 
+def test_reading_rows_by_parent_scores_them_as_the_vector_query_does(tmp_path: Path) -> None:
+    retriever = fake_retriever(tmp_path, 40, card_row=True, card_rows=True)
+    retriever.add_documents(
+        [card(f"card-{i}", f"pills stomach {i}\n\nmorning water {i}") for i in range(5)]
+    )
+    vector = retriever._embeddings.embed_query("pills stomach morning")
+    only = {"parent_id": {"$in": ["card-1", "card-3"]}}
+    for cards in (False, True):
+        read = retriever._read_rows(vector, 10, only, cards=cards)
+        searched = retriever._search_rows(vector, 10, only, cards=cards)
+        assert [h.child_id for h in read] == [h.child_id for h in searched]
+        # Chroma computes in float32, this in float64
+        assert [h.score for h in read] == pytest.approx([h.score for h in searched], abs=1e-6)
+        assert {h.parent_id for h in read} == {"card-1", "card-3"}
+        assert len(read) == (2 if cards else 4)
+
+
 def test_expansion_reads_only_the_parents_it_returns(tmp_path: Path) -> None:
     retriever = fake_retriever(tmp_path, 40)
     retriever.add_documents([card(f"card-{i}", f"pills stomach {i}") for i in range(6)])

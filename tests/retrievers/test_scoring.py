@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from retrievers.fusion import ChildHit, ParentHit
-from retrievers.scoring import distance_to_similarity, gate
+from retrievers.scoring import cosine_similarities, distance_to_similarity, gate
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,9 @@ def test_gate_applies_to_best_per_parent_score() -> None:
     assert [p.parent_id for p in gate(ranked, 0.30)] == ["strong", "edge"]
     assert [p.parent_id for p in gate(ranked, 0.9)] == []
     assert [p.parent_id for p in gate(ranked, None)] == ["strong", "edge", "weak"]
+
+
+def test_cosine_similarities_of_rows_read_without_a_search() -> None:
+    rows = [[3.0, 4.0], [0.0, 2.0], [-1.0, 0.0], [0.0, 0.0]]
+    assert cosine_similarities([1.0, 0.0], rows) == [0.6, 0.0, -1.0, 0.0]
+    assert cosine_similarities([1.0, 0.0], []) == []
