@@ -288,7 +288,10 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
 def test_reading_rows_by_parent_scores_them_as_the_vector_query_does(tmp_path: Path) -> None:
     retriever = fake_retriever(tmp_path, 40, card_row=True, card_rows=True)
     retriever.add_documents(
-        [card(f"card-{i}", f"pills stomach {i}\n\nmorning water {i}") for i in range(5)]
+        [
+            card(f"card-{i}", f"pills stomach {i} tablets\n\nmorning water {i} with food")
+            for i in range(5)
+        ]
     )
     vector = retriever._embeddings.embed_query("pills stomach morning")
     only = {"parent_id": {"$in": ["card-1", "card-3"]}}
