@@ -51,7 +51,7 @@ def chunking_key(settings: Settings) -> tuple[Any, ...]:
 
     Example:
         >>> chunking_key(Settings(chunk_size=300))
-        ('parent_child', 300, 60, 1600)
+        ('parent_child', 300, 60, 2500)
     """
     return tuple(getattr(settings, name) for name in CHUNKING_FIELDS)
 

@@ -21,6 +21,7 @@ embedded twice and no system pays for a filter.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ from typing import Any
 
 from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_classic.retrievers import ParentDocumentRetriever
+from langchain_classic.storage import LocalFileStore
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryByteStore, InMemoryStore
@@ -69,14 +71,22 @@ def by_rank(docs: Sequence[Document]) -> dict[str, float]:
     return {str(d.id): float(len(docs) - rank) for rank, d in enumerate(docs)}
 
 
-def cached(embeddings: Embeddings, namespace: str) -> Embeddings:
-    """The model with document and query vectors cached in memory for this run.
+EVAL_CACHE = "CARDRAG_EVAL_CACHE"
+"""Environment variable naming a folder where evaluation vectors persist between runs."""
 
-    Each distinct text is embedded once however many indexes and settings use it.
+
+def cached(embeddings: Embeddings, namespace: str) -> Embeddings:
+    """The model with document and query vectors cached for this run.
+
+    Each distinct text is embedded once however many indexes and settings use it. The cache
+    is in memory, or in the folder ``CARDRAG_EVAL_CACHE`` names (one file per text, keyed by
+    the model name and the text's SHA-256), so a re-run embeds only what is new.
     """
+    folder = os.environ.get(EVAL_CACHE)
+    store = LocalFileStore(folder) if folder else InMemoryByteStore()
     return CacheBackedEmbeddings.from_bytes_store(
         embeddings,
-        InMemoryByteStore(),
+        store,
         namespace=namespace,
         query_embedding_cache=True,
         key_encoder="sha256",

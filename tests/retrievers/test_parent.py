@@ -535,16 +535,23 @@ def _built(
     return ScoredParentDocumentRetriever.from_index(index, settings)
 
 
+@pytest.mark.parametrize("fusion", ["first", "default"])
 def test_default_retrieval_output_is_pinned(
     tmp_path_factory: pytest.TempPathFactory,
     shipped_cards: list[Any],
     real_embeddings: Embeddings,
     default_settings: Settings,
+    fusion: str,
 ) -> None:
-    """Measured before the other chunkers existed; adding them must not move the default."""
-    retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, default_settings)
-    got = {q: _key(retriever.invoke(q)) for q in PINNED}
-    assert {q: [(i, round(s, 4), c) for i, s, c in v] for q, v in got.items()} == PINNED
+    """``first`` was pinned before the other chunkers existed: adding them, and splitting the
+    rows into three collections, must not move it. Issue 7 then changed the fusion defaults
+    (BM25 weight 0.75, RRF c 20); their output is pinned beside it."""
+    first = {"bm25_weight": 1.0, "rrf_c": 60}
+    settings = default_settings.model_copy(update=first if fusion == "first" else {})
+    expected = PINNED if fusion == "first" else PINNED_NOW
+    retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, settings)
+    got = {q: _key(retriever.invoke(q)) for q in expected}
+    assert {q: [(i, round(s, 4), c) for i, s, c in v] for q, v in got.items()} == expected
 
 
 PINNED = {
@@ -566,6 +573,18 @@ PINNED = {
         ("card-paracetamol-limits", 0.5005, "card-paracetamol-limits::05"),
         ("card-warfarin-diet", 0.2496, "card-warfarin-diet::02"),
     ],
+}
+
+
+PINNED_NOW = {
+    "Am I supposed to take it on an empty stomach?": [
+        ("card-omeprazole-timing", 0.5311, "card-omeprazole-timing::01"),
+        ("card-managing-nausea", 0.5104, "card-managing-nausea::00"),
+        ("card-metformin-with-meals", 0.5768, "card-metformin-with-meals::01"),
+        ("card-antacid-spacing", 0.4988, "card-antacid-spacing::01"),
+    ],
+    "What should I do if I miss a dose?": PINNED["What should I do if I miss a dose?"],
+    "Can I drink alcohol with it?": PINNED["Can I drink alcohol with it?"],
 }
 
 
