@@ -309,15 +309,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         ``where``); where rows share one collection, metadata filters tell them apart.
         """
         kind = CARD_ROWS if cards else CHILD_ROWS
-        split = self.card_store is not None
-        public = self.card_store if cards and self.card_store is not None else self.vectorstore
-        shared = self.restricted_store is None and not self.allow_restricted
-        queries = [
-            (
-                public,
-                merge_filters(where, None if split else kind, NOT_RESTRICTED if shared else None),
-            )
-        ]
+        if self.card_store is None:  # children and card rows share one collection
+            public, kind_filter = self.vectorstore, kind
+        else:
+            public, kind_filter = (self.card_store if cards else self.vectorstore), None
+        hidden = self.restricted_store is None and not self.allow_restricted
+        queries = [(public, merge_filters(where, kind_filter, NOT_RESTRICTED if hidden else None))]
         if self.allow_restricted and self.restricted_store is not None:
             queries.append((self.restricted_store, merge_filters(where, kind)))
         return queries
