@@ -48,9 +48,9 @@ def test_split_is_stratified_disjoint_and_reproducible(golden: Dataset) -> None:
 def test_the_grid_starts_with_the_current_settings_and_has_no_repeats() -> None:
     candidates = grid(BASE, rerank=False)
     assert candidates[0] is BASE
-    assert len(candidates) == 60  # 6 chunkings x 5 fusions x 2 c; the current one is among them
-    assert len({tune_module.tuned(c) for c in candidates}) == 60
-    assert len(grid(BASE, rerank=True)) == 120
+    assert len(candidates) == 72  # 6 chunkings x 6 fusions x 2 c; the current one is among them
+    assert len({tune_module.tuned(c) for c in candidates}) == 72
+    assert len(grid(BASE, rerank=True)) == 144
 
 
 def test_choose_prefers_the_objective_then_the_earlier_candidate() -> None:
@@ -121,7 +121,7 @@ def test_the_settings_file_is_read_back_and_the_environment_still_wins(
         {"date": "2026-11-29T00:00:00+00:00", "embedding_model": REAL_MODEL, "cases": "golden"},
     )
     record = tomllib.loads(path.read_text(encoding="utf-8"))
-    assert record["tuned"]["chosen"] == "250/60 w=1/0.5/1 c=60 rerank"
+    assert record["tuned"]["chosen"] == "250/60 w=1/0.5/1 c=20 rerank"
     assert record["tuned"]["held_out"] == metrics
     monkeypatch.setenv("CARDRAG_SETTINGS_FILE", str(path))
     read = Settings()
@@ -140,7 +140,7 @@ def test_cardrag_tune_end_to_end(
 ) -> None:
     monkeypatch.setattr(tune_module, "CHUNKINGS", [(400, 60), (250, 60)])
     monkeypatch.setattr(tune_module, "FUSIONS", [tune_module.FUSIONS[0], tune_module.FUSIONS[2]])
-    monkeypatch.setattr(tune_module, "RRF_CS", [60])
+    monkeypatch.setattr(tune_module, "RRF_CS", [20])  # the shipped c: the base is in the grid
     monkeypatch.setattr(tune_module, "reranker_available", lambda: False)
     monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
     out, report = tmp_path / "tuned.toml", tmp_path / "tune.md"
