@@ -102,11 +102,8 @@ def index(
     cards: Sequence[Document], embeddings: Embeddings, splitter: CardSplitter, path: Path
 ) -> ScoredParentDocumentRetriever:
     """Write cards through the retriever's ``add_documents`` into a Chroma folder."""
-    stores = open_collections(chroma_client(path), embeddings)
-    retriever = ScoredParentDocumentRetriever(
-        vectorstore=stores.children,
-        card_store=stores.cards,
-        restricted_store=stores.restricted,
+    retriever = ScoredParentDocumentRetriever.over(
+        open_collections(chroma_client(path), embeddings),
         docstore=InMemoryStore(),
         child_splitter=splitter,
     )
@@ -126,13 +123,7 @@ def configured(
 ) -> ScoredParentDocumentRetriever:
     """A retriever over ``base``'s stores configured like the settings say."""
     stores = Index(
-        path=Path(),
-        vectorstore=base.vectorstore,
-        docstore=base.docstore,
-        manifest={},
-        bm25=bm25,
-        card_store=base.card_store,
-        restricted_store=base.restricted_store,
+        path=Path(), collections=base.collections, docstore=base.docstore, manifest={}, bm25=bm25
     )
     return ScoredParentDocumentRetriever.from_index(stores, settings, min_similarity=None)
 
@@ -144,7 +135,9 @@ def build(
     splitter = CardSplitter.from_settings(settings)
     base = index(cards, embeddings, splitter, path)
     return configured(
-        base, settings, BM25Index.from_collections(base.collections.all(), settings.bm25_languages)
+        base,
+        settings,
+        BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages),
     )
 
 
@@ -191,7 +184,7 @@ def run_systems(
     atomic = index(cards, embeddings, whole_card_splitter(), workdir / "card-atomic")
     splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
     base = index(cards, embeddings, splitter, workdir / "children")
-    bm25 = BM25Index.from_collections(base.collections.all(), settings.bm25_languages)
+    bm25 = BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages)
     variants = {
         "children": settings.model_copy(update={"hybrid": False, "card_vector": False}),
         "hybrid": settings.model_copy(update={"hybrid": True, "card_vector": False}),
@@ -231,7 +224,9 @@ def run_systems(
     ]
     sentences = settings.model_copy(update={"chunker": "sentence_window"})
     window = index(cards, embeddings, CardSplitter.from_settings(sentences), workdir / "sentences")
-    window_bm25 = BM25Index.from_collections(window.collections.all(), settings.bm25_languages)
+    window_bm25 = BM25Index.from_collections(
+        window.collections.with_children(), settings.bm25_languages
+    )
     runs.append(
         _timed_run(
             "sentence-window",

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest import metadata as md
+
 logger = logging.getLogger(__name__)
 
 CHILD_IDS = "child_ids.json"
@@ -183,7 +185,7 @@ class BM25Index:
                 for i, text, meta in zip(
                     page["ids"], page["documents"], page["metadatas"], strict=True
                 ):
-                    if (meta or {}).get("chunk_index") != -1:  # a whole-card row
+                    if (meta or {}).get(md.CHUNK_INDEX) != md.CARD_ROW:
                         ids.append(i)
                         texts.append(text)
                         metas.append(meta or {})

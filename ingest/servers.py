@@ -133,13 +133,11 @@ def open_remote(settings: Settings, embeddings: Embeddings) -> Index:
     stores = generation_collections(http_client(url), settings.namespace, generation, embeddings)
     return Index(
         path=settings.store_dir / generation,
-        vectorstore=stores.children,
+        collections=stores,
         docstore=parents_of(settings, generation),
         manifest=manifest,
-        bm25=BM25Index.from_collections(stores.all(), settings.bm25_languages),
+        bm25=BM25Index.from_collections(stores.with_children(), settings.bm25_languages),
         generation=generation,
-        card_store=stores.cards,
-        restricted_store=stores.restricted,
     )
 
 
@@ -157,7 +155,7 @@ def build_remote(
         ids = upsert_documents(
             stores, docstore, splitter, [c.to_document() for c in cards], progress=True
         )
-        bm25 = BM25Index.from_collections(stores.all(), settings.bm25_languages)
+        bm25 = BM25Index.from_collections(stores.with_children(), settings.bm25_languages)
         extra = {"embedding_model": settings.embedding_model, "chroma_url": url}
         manifest = make_manifest(splitter, len(cards), len(ids), extra)
     except BaseException:
@@ -174,13 +172,11 @@ def build_remote(
             _drop(client, settings, old)
     return Index(
         path=settings.store_dir / generation,
-        vectorstore=stores.children,
+        collections=stores,
         docstore=docstore,
         manifest=manifest,
         bm25=bm25,
         generation=generation,
-        card_store=stores.cards,
-        restricted_store=stores.restricted,
     )
 
 

@@ -125,6 +125,10 @@ class Collections:
         """Every collection, children first."""
         return [c for c in (self.children, self.cards, self.restricted) if c is not None]
 
+    def with_children(self) -> list[Chroma]:
+        """The collections that hold child rows (what BM25 indexes): all but ``cards``."""
+        return [c for c in self.all() if c is not self.cards]
+
     def count(self) -> int:
         """Rows in every collection."""
         return sum(c._collection.count() for c in self.all())
@@ -348,8 +352,8 @@ class Index:
 
     path: Path
     """The index folder (``index-*``), resolved from the ``current`` link."""
-    vectorstore: Chroma
-    """Children, one row per chunk."""
+    collections: Collections
+    """Children, card rows and restricted rows (one collection for all in older indexes)."""
     docstore: BaseStore[str, Document]
     """Parent cards by card id."""
     manifest: dict[str, Any]
@@ -358,15 +362,11 @@ class Index:
     """BM25 over the same children (None for indexes built before it existed)."""
     generation: str = ""
     """The index generation's name (``index-<time>-<id>``); a re-ingest makes a new one."""
-    card_store: Chroma | None = None
-    """Whole-card rows (None: indexes built before they had their own collection)."""
-    restricted_store: Chroma | None = None
-    """Rows of restricted cards (None: indexes built before they had their own collection)."""
 
     @property
-    def collections(self) -> Collections:
-        """The index's collections, for writing and for BM25."""
-        return Collections(self.vectorstore, self.card_store, self.restricted_store)
+    def vectorstore(self) -> Chroma:
+        """The children collection."""
+        return self.collections.children
 
 
 class ModelMismatchError(ValueError):
@@ -406,13 +406,11 @@ def open_index(
         stores = Collections(open_vectorstore(path / "chroma", embeddings))
     return Index(
         path=path,
-        vectorstore=stores.children,
+        collections=stores,
         docstore=parent_store(parents, path.name, path / "parents"),
         manifest=manifest,
         bm25=bm25,
         generation=path.name,
-        card_store=stores.cards,
-        restricted_store=stores.restricted,
     )
 
 
@@ -486,7 +484,7 @@ def build_index(
         ids = upsert_documents(
             stores, docstore, splitter, [c.to_document() for c in cards], progress=progress
         )
-        bm25 = BM25Index.from_collections(stores.all(), languages)
+        bm25 = BM25Index.from_collections(stores.with_children(), languages)
         bm25.save(path / "bm25")
         manifest = make_manifest(splitter, len(cards), len(ids), extra_manifest)
         (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
@@ -498,13 +496,11 @@ def build_index(
     swap_current(store_dir, path, parents)
     return Index(
         path=path,
-        vectorstore=stores.children,
+        collections=stores,
         docstore=docstore,
         manifest=manifest,
         bm25=bm25,
         generation=path.name,
-        card_store=stores.cards,
-        restricted_store=stores.restricted,
     )
 
 

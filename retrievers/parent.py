@@ -115,9 +115,6 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         when ``settings.card_vector`` is on (otherwise filtered out of the query).
         """
         values: dict[str, Any] = {
-            "vectorstore": index.vectorstore,
-            "card_store": index.card_store,
-            "restricted_store": index.restricted_store,
             "docstore": index.docstore,
             "child_splitter": CardSplitter.from_settings(settings),
             "k": settings.k,
@@ -133,7 +130,17 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             "reranker": reranker_from(settings),
             "rerank_candidates": settings.rerank_candidates,
         }
-        return cls(**{**values, **overrides})
+        return cls.over(index.collections, **{**values, **overrides})
+
+    @classmethod
+    def over(cls, collections: Collections, **fields: Any) -> ScoredParentDocumentRetriever:
+        """A retriever reading and writing an index's collections (``fields`` as the class's)."""
+        return cls(
+            vectorstore=collections.children,
+            card_store=collections.cards,
+            restricted_store=collections.restricted,
+            **fields,
+        )
 
     @model_validator(mode="after")
     def _check_fetch(self) -> ScoredParentDocumentRetriever:
@@ -255,13 +262,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             rows = store.get(where=only, include=["embeddings", "metadatas", "documents"])
             scores = cosine_similarities(vector, rows["embeddings"])
             hits += [
-                ChildHit(
-                    child_id=str(row_id),
-                    parent_id=str((meta or {}).get(self.id_key, "")),
-                    score=score,
-                    text=text or "",
-                    metadata=dict(meta or {}),
-                )
+                row_hit(str(row_id), meta or {}, text or "", score, self.id_key)
                 for row_id, meta, text, score in zip(
                     rows["ids"], rows["metadatas"], rows["documents"], scores, strict=True
                 )
@@ -341,12 +342,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             vector, k=fetch, filter=where
         )
         return [
-            ChildHit(
-                child_id=str(doc.id),
-                parent_id=str(doc.metadata.get(self.id_key, "")),
-                score=distance_to_similarity(distance, space),
-                text=doc.page_content,
-                metadata=doc.metadata,
+            row_hit(
+                str(doc.id),
+                doc.metadata,
+                doc.page_content,
+                distance_to_similarity(distance, space),
+                self.id_key,
             )
             for doc, distance in results
         ]
@@ -402,7 +403,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     def _refresh_bm25(self) -> None:
         """Rebuild BM25 from the collections after a write (bm25s indexes are static)."""
         if self.bm25 is not None:
-            self.bm25 = BM25Index.from_collections(self.collections.all(), self.bm25.languages)
+            self.bm25 = BM25Index.from_collections(
+                self.collections.with_children(), self.bm25.languages
+            )
 
 
 # -- pure helpers shared by the sync and async paths ------------------------------------------
@@ -506,6 +509,19 @@ def sentence_window_of(child: dict[str, Any], body: str) -> dict[str, Any]:
         md.MATCHED_WINDOW_END_INDEX: end,
         md.PROMPT_TEXT: body[start:end],
     }
+
+
+def row_hit(
+    child_id: str, metadata: dict[str, Any], text: str, score: float, id_key: str
+) -> ChildHit:
+    """One row of a collection, scored, as a hit of its parent (``metadata[id_key]``)."""
+    return ChildHit(
+        child_id=child_id,
+        parent_id=str(metadata.get(id_key, "")),
+        score=score,
+        text=text,
+        metadata=metadata,
+    )
 
 
 def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:

@@ -78,31 +78,17 @@ def measure(cards: int, rounds: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cardrag-growth-") as tmp:
         started = time.perf_counter()
         stores = open_collections(chroma_client(Path(tmp) / "children"), embeddings)
-        vectorstore = stores.children
         docstore = InMemoryStore()
         splitter = CardSplitter.from_settings(settings)
         upsert_documents(stores, docstore, splitter, docs, progress=True)
-        bm25 = BM25Index.from_collections(stores.all(), settings.bm25_languages)
+        bm25 = BM25Index.from_collections(stores.with_children(), settings.bm25_languages)
         build_s = time.perf_counter() - started
         atomic_stores = open_collections(chroma_client(Path(tmp) / "atomic"), embeddings)
         upsert_documents(atomic_stores, InMemoryStore(), CardSplitter(mode="none"), docs)
-        index = Index(
-            Path(tmp),
-            vectorstore,
-            docstore,
-            {},
-            bm25,
-            card_store=stores.cards,
-            restricted_store=stores.restricted,
-        )
+        index = Index(Path(tmp), stores, docstore, {}, bm25)
         ours = ScoredParentDocumentRetriever.from_index(index, settings)
-        atomic = ScoredParentDocumentRetriever(
-            vectorstore=atomic_stores.children,
-            card_store=atomic_stores.cards,
-            restricted_store=atomic_stores.restricted,
-            docstore=docstore,
-            k=settings.k,
-        )
+        atomic = ScoredParentDocumentRetriever.over(atomic_stores, docstore=docstore, k=settings.k)
+        vectorstore = stores.children
         vanilla = ParentDocumentRetriever(
             vectorstore=vectorstore,
             docstore=docstore,

@@ -89,12 +89,8 @@ def latency(
         id_key=md.PARENT_ID,
         search_kwargs={"k": settings.k},
     )
-    atomic = ScoredParentDocumentRetriever(
-        vectorstore=atomic_stores.children,
-        card_store=atomic_stores.cards,
-        restricted_store=atomic_stores.restricted,
-        docstore=index.docstore,
-        k=settings.k,
+    atomic = ScoredParentDocumentRetriever.over(
+        atomic_stores, docstore=index.docstore, k=settings.k
     )
     systems: dict[str, Callable[[str], object]] = {
         FLOOR: floor,

@@ -35,9 +35,9 @@ def test_one_row_per_child_with_deterministic_ids(
     shipped_index_dir: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
     index = open_index(shipped_index_dir, real_embeddings)
-    assert index.restricted_store is not None
+    assert index.collections.restricted is not None
     public = index.vectorstore.get(include=["metadatas", "documents"])
-    hidden = index.restricted_store.get(include=["metadatas", "documents"])
+    hidden = index.collections.restricted.get(include=["metadatas", "documents"])
     # each kind of row in its own collection: the public query needs no sensitivity filter
     assert {m["sensitivity"] for m in hidden["metadatas"]} == {"restricted"}
     assert "restricted" not in {m["sensitivity"] for m in public["metadatas"]}
@@ -126,6 +126,8 @@ def test_rows_are_routed_by_kind_and_sensitivity(tmp_path: Path) -> None:
     }
     assert {one.route(m) for m in rows.values()} == {both.children}
     assert [c._collection.name for c in both.all()] == ["children", "cards", "restricted"]
+    assert [c._collection.name for c in both.with_children()] == ["children", "restricted"]
+    assert one.with_children() == [both.children]  # one collection: BM25 filters card rows
 
 
 def test_a_card_that_becomes_restricted_moves_all_its_rows(

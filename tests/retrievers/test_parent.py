@@ -245,10 +245,8 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
     ]
     single = fake_retriever(tmp_path / "one", 40, card_row=True, card_rows=True)
     stores = open_collections(chroma_client(tmp_path / "split"), FakeEmbeddings(size=512))
-    split = ScoredParentDocumentRetriever(
-        vectorstore=stores.children,
-        card_store=stores.cards,
-        restricted_store=stores.restricted,
+    split = ScoredParentDocumentRetriever.over(
+        stores,
         docstore=InMemoryStore(),
         child_splitter=single.child_splitter,
         card_rows=True,
