@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test ingest ingest-clean lint eval eval-shared bench serve notebook tune
+.PHONY: help .venv demo test test-fast ingest ingest-clean lint eval eval-shared bench serve notebook tune
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -32,8 +32,11 @@ $(STAMP): pyproject.toml
 demo: .venv ## install, ingest the shipped cards if the store is missing, answer the demo question
 	$(PY) -m app.cli demo
 
-test: .venv ## run the test suite (real models, Chroma on disk and as a server, Redis, Chromium)
+test: .venv ## run the whole test suite (real models, Chroma on disk and as a server, Redis, Chromium)
 	$(PY) -m pytest
+
+test-fast: .venv ## only the pure tests (no real model, server or browser): well under a minute
+	$(PY) -m pytest -m "not real"
 
 ingest: .venv ## build the store from data/cards (CARDS=path for another folder)
 	$(PY) -m ingest $(if $(CARDS),--cards $(CARDS))

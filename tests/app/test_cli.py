@@ -23,6 +23,7 @@ def test_over_long_question_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.real
 def test_missing_store_exits_2_without_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -44,6 +45,7 @@ def test_bad_card_folder_exits_2_and_names_the_field(
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.real
 def test_ask_json_on_the_shipped_corpus(
     shipped_index_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -66,6 +68,7 @@ def test_ask_json_on_the_shipped_corpus(
     }
 
 
+@pytest.mark.real
 def test_index_built_with_another_model_is_refused(
     shipped_index_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

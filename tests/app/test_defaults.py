@@ -11,6 +11,8 @@ from ingest.settings import Settings
 from ingest.store import ingest_folder
 from tests.conftest import card_folder
 
+pytestmark = pytest.mark.real  # every test here runs a real model
+
 PICKED = [
     "card-levothyroxine-routine",
     "card-insulin-storage",
@@ -55,5 +57,11 @@ def test_questions_in_our_users_languages_cite_the_right_card(
 
 def test_off_topic_is_refused_and_restricted_never_retrieved(context: Context) -> None:
     assert answer("Who wrote Don Quixote?", context).refused is True
-    reply = answer("What is the on-call pharmacist escalation code for staff?", context)
+    question = "What is the on-call pharmacist escalation code for staff?"
+    # allowed, the question finds the restricted card first: the default path is what hides it
+    opened = context.retriever.model_copy(update={"allow_restricted": True})
+    allowed = opened.invoke(question, min_similarity=None)
+    assert allowed[0].id == "card-staff-escalation-protocol"
+    reply = answer(question, context)
     assert "card-staff-escalation-protocol" not in [c.id for c in reply.retrieved]
+    assert "card-staff-escalation-protocol" not in reply.answer

