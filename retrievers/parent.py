@@ -46,6 +46,16 @@ NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
 class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """Return ``k`` distinct parent cards ranked by their best child, with scores.
 
+    How many cards come back: ``k`` is an upper bound. The retriever returns exactly ``k``
+    distinct cards whenever at least ``k`` cards pass the filters (``filter``, restricted
+    cards) and ``min_similarity``, and otherwise every card that passes, best first: fewer
+    than ``k``, or an empty list when none does. It never pads the list with cards below the
+    gate, because a caller that answers from what it gets (the graph, an LCEL chain) must
+    not be handed a card the gate judged unrelated. With the multilingual model's gate a
+    question in a language the cards are not written in often returns fewer than ``k``
+    (for example one card at ``k=3``); pass ``min_similarity=None`` per call to rank
+    without the gate.
+
     Example:
         >>> from ingest.embeddings import load_embeddings   # doctest: +SKIP
         >>> from ingest.store import open_index
