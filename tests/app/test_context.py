@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.stores import InMemoryStore
+
+from app.context import Context, resolve_chat_model
+from app.extractive import ExtractiveAnswerer
+from ingest.lexical import BM25Index
+from ingest.settings import Settings
+from ingest.store import Index, chroma_client, open_collections
+from retrievers.parent import ScoredParentDocumentRetriever
+from tests.conftest import FakeEmbeddings
+
+
+def _index(tmp_path: Path) -> Index:
+    embeddings = FakeEmbeddings()
+    return Index(
+        path=tmp_path,
+        collections=open_collections(chroma_client(tmp_path / "chroma"), embeddings),
+        docstore=InMemoryStore(),
+        manifest={},
+        bm25=BM25Index.build(["a::00"], ["a"], ["insulin fridge"]),
+    )
+
+
+def test_the_context_is_configured_from_the_settings(tmp_path: Path) -> None:
+    settings = Settings(k=3, min_similarity=0.6, prompt_budget=500, bm25_weight=0.5, rrf_c=30)
+    ctx = Context.from_index(_index(tmp_path), settings, FakeEmbeddings())
+    assert (ctx.k, ctx.min_similarity, ctx.chat_model, ctx.prompt_budget) == (3, 0.6, None, 500)
+    assert isinstance(ctx.answerer, ExtractiveAnswerer)
+    retriever = ctx.retriever
+    assert isinstance(retriever, ScoredParentDocumentRetriever)
+    assert retriever.bm25 is not None
+    assert (retriever.k, retriever.bm25_weight, retriever.rrf_c) == (3, 0.5, 30)
+
+
+def test_overrides_win_over_the_settings(tmp_path: Path) -> None:
+    ctx = Context.from_index(_index(tmp_path), Settings(k=3), FakeEmbeddings(), k=7)
+    assert ctx.k == 7
+
+
+def test_without_hybrid_the_retriever_has_no_bm25(tmp_path: Path) -> None:
+    ctx = Context.from_index(_index(tmp_path), Settings(hybrid=False), FakeEmbeddings())
+    assert isinstance(ctx.retriever, ScoredParentDocumentRetriever)
+    assert ctx.retriever.bm25 is None
+
+
+def test_a_chat_model_instance_is_used_as_it_is() -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="hi")]))
+    assert resolve_chat_model(model) is model

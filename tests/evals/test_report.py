@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evals.report import machine, render, update_report
+
+METRICS = {"recall@1": 0.5, "recall@5": 1.0, "mrr@10": 0.75, "ndcg@10": 0.8, "hit@5": 1.0}
+
+
+def _entry(**extra: Any) -> dict[str, Any]:
+    return {
+        "cards": 2,
+        "children": 3,
+        "queries": 4,
+        "license": "CC0",
+        "run_at": "2026-11-30T00:00:00+00:00",
+        "machine": "a CPU, 2 cores, Python 3.11.7",
+        "embedding_model": "m",
+        "threads": 1,
+        "chunk_size": 400,
+        "chunk_overlap": 60,
+        "systems": {"ours": {**METRICS, "parents@5": 5.0, "ms/query": 12.345}},
+        **extra,
+    }
+
+
+def test_a_dataset_renders_as_a_table_of_systems() -> None:
+    text = render({"toy/paragraph": _entry()})
+    assert "## toy/paragraph" in text
+    assert "2 cards, 3 children, 4 questions; licence: CC0." in text
+    assert (
+        "| system | recall@1 | recall@5 | mrr@10 | ndcg@10 | hit@5 | parents@5 | ms/query |" in text
+    )
+    assert "| ours | 0.500 | 1.000 | 0.750 | 0.800 | 1.000 | 5.000 | 12.345 |" in text
+
+
+def test_golden_comes_first_then_the_others_by_name() -> None:
+    text = render({"zeta": _entry(), "golden": _entry(), "alpha": _entry()})
+    order = [line for line in text.splitlines() if line.startswith("## ")]
+    assert order == ["## golden", "## alpha", "## zeta"]
+
+
+def test_app_checks_and_the_red_team_render_when_present() -> None:
+    redteam = {
+        "cases": 2,
+        "passed": 1,
+        "off_topic_refusal_rate": 1.0,
+        "results": [
+            {"case_id": "rt01", "kind": "off_topic", "mode": "offline", "passed": True},
+            {
+                "case_id": "rt02",
+                "kind": "restricted",
+                "mode": "offline",
+                "passed": False,
+                "failures": ["cites x", "retrieved y"],
+            },
+        ],
+    }
+    text = render({"golden": _entry(app={"citation_precision": 0.9}, redteam=redteam)})
+    assert "- citation_precision: 0.9" in text
+    assert "Red team: 1/2 passed; off-topic refusal rate 1.0." in text
+    assert "| rt01 | off_topic | offline | pass |" in text
+    assert "| rt02 | restricted | offline | cites x; retrieved y |" in text
+
+
+def test_update_keeps_other_datasets_and_rewrites_the_markdown(tmp_path: Path) -> None:
+    update_report(tmp_path, "a", _entry())
+    update_report(tmp_path, "b", _entry(cards=9))
+    update_report(tmp_path, "a", _entry(cards=7))
+    stored = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert {name: e["cards"] for name, e in stored.items()} == {"a": 7, "b": 9}
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == render(stored)
+
+
+def test_the_machine_line_names_the_cores_and_python() -> None:
+    import os
+    import platform
+
+    assert machine().endswith(f", {os.cpu_count()} cores, Python {platform.python_version()}")
