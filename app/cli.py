@@ -63,7 +63,7 @@ def format_reply(reply: Reply) -> str:
     """The reply for a terminal: answer, citations, retrieved cards with scores."""
     lines = [f"Q: {reply.question}", "", reply.answer, ""]
     if reply.refused:
-        lines.append("(refused: no card passed the similarity gate)")
+        lines.append(f"(refused: {reply.refusal_reason or 'no card can answer this question'})")
     if reply.citations:
         lines.append("Citations:")
         lines.extend(f"  [cite:{c.id}] {c.title}" for c in reply.citations)
@@ -75,7 +75,10 @@ def format_reply(reply: Reply) -> str:
         lines.append("Retrieved:")
         for card in reply.retrieved:
             passage = " ".join(card.matched_passage.split())
-            lines.append(f"  {card.score:.3f}  {card.id}  {card.title}")
+            order = f"rank score {card.ordering_score:.4f}, " if card.ordering_score else ""
+            lines.append(
+                f"  #{card.rank} ({order}similarity {card.score:.3f})  {card.id}  {card.title}"
+            )
             lines.append(f"         matched {card.matched_child_id} {span(card)}: {passage[:140]}")
     return "\n".join(lines)
 

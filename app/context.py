@@ -10,6 +10,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from app.extractive import ExtractiveAnswerer
+from app.grading import Grader, load_calibration
+from app.vectors import Vectors
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
 from ingest.store import Index, open_current
@@ -42,6 +44,10 @@ class Context:
     answerer: ExtractiveAnswerer | None = field(
         default=None, metadata={"description": "The offline answerer used when chat_model is None."}
     )
+    grader: Grader | None = field(
+        default=None,
+        metadata={"description": "Decides which retrieved cards can answer; None keeps them all."},
+    )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
@@ -56,13 +62,15 @@ class Context:
     ) -> Context:
         """The context over an opened index, configured from ``settings``."""
         retriever = ScoredParentDocumentRetriever.from_index(index, settings, min_similarity=None)
+        vectors = Vectors(embeddings)
         values: dict[str, Any] = {
             "retriever": retriever,
             "k": settings.k,
             "min_similarity": settings.gate,
             "chat_model": settings.chat_model,
             "prompt_budget": settings.prompt_budget,
-            "answerer": ExtractiveAnswerer(embeddings),
+            "answerer": ExtractiveAnswerer(embeddings, vectors=vectors),
+            "grader": grader_for(settings, vectors),
         }
         values.update(overrides)
         return cls(**values)
@@ -75,3 +83,10 @@ def resolve_chat_model(spec: str | BaseChatModel) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     return init_chat_model(spec)
+
+
+def grader_for(settings: Settings, vectors: Vectors) -> Grader | None:
+    """The grading step the settings ask for (``grading``), calibrated for their model."""
+    if not settings.grading:
+        return None
+    return Grader(vectors, load_calibration(settings.embedding_model))

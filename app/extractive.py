@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from app.prompts import window
 from app.reply import Draft
+from app.vectors import Vectors, dot
 from ingest import metadata as md
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -37,7 +38,12 @@ class ExtractiveAnswerer:
     """The retriever's embedding model (normalised vectors: dot product = cosine)."""
     max_sentences: int = 2
     """Sentences quoted at most."""
-    _cache: dict[str, list[float]] = field(default_factory=dict, repr=False)
+    vectors: Vectors | None = None
+    """Question and sentence vectors shared with grading (made here when not given)."""
+
+    def __post_init__(self) -> None:
+        if self.vectors is None:
+            self.vectors = Vectors(self.embeddings)
 
     def __call__(self, question: str, docs: Sequence[Document], budget: int) -> Draft:
         """Quote the top card's best sentence, plus other cards' sentences that beat it.
@@ -48,6 +54,7 @@ class ExtractiveAnswerer:
         the same on every model's similarity scale.
         """
         candidates: list[tuple[int, int, str, str]] = []  # (card rank, position, card id, text)
+        asked = medicines_named(question)
         for rank, doc in enumerate(docs):
             text = doc.page_content
             meta = doc.metadata
@@ -55,12 +62,15 @@ class ExtractiveAnswerer:
                 text, meta.get(md.MATCHED_START_INDEX), meta.get(md.MATCHED_END_INDEX), budget
             )
             for pos, sentence in enumerate(split_sentences(text[lo:hi])):
+                if about_another_medicine(sentence, asked):
+                    continue
                 candidates.append((rank, pos, str(doc.id), sentence))
         if not candidates:
             return Draft(answer="", citations=[])
-        q = self.embeddings.embed_query(question)
-        vectors = self._embed([c[3] for c in candidates])
-        scores = [sum(a * b for a, b in zip(q, v, strict=True)) for v in vectors]
+        assert self.vectors is not None  # set in __post_init__
+        q = self.vectors.question(question)
+        vectors = self.vectors.sentences([c[3] for c in candidates])
+        scores = [dot(q, v) for v in vectors]
         lead_rank = min(c[0] for c in candidates)
         lead = max(
             (i for i, c in enumerate(candidates) if c[0] == lead_rank), key=lambda i: scores[i]
@@ -81,11 +91,37 @@ class ExtractiveAnswerer:
                 citations.append(card_id)
         return Draft(answer=" ".join(parts), citations=list(dict.fromkeys(citations)))
 
-    def _embed(self, sentences: list[str]) -> list[list[float]]:
-        missing = [s for s in dict.fromkeys(sentences) if s not in self._cache]
-        if missing:
-            self._cache.update(zip(missing, self.embeddings.embed_documents(missing), strict=True))
-        return [self._cache[s] for s in sentences]
+
+def medicines_named(text: str) -> list[str]:
+    """The medicine, test or procedure names in a text (salient words of that shape)."""
+    from app.grading import medical, salient_terms
+
+    return [t for t in salient_terms(text) if medical(t)]
+
+
+def about_another_medicine(sentence: str, asked: list[str]) -> bool:
+    """Whether a sentence names medicines, none of them one the question asks about.
+
+    A question about one medicine is never answered with a sentence about another: "Can I
+    take simvastatin at night?" may quote "Some statins, such as simvastatin, ..." but not a
+    sentence that only speaks of atorvastatin. A question naming no medicine constrains
+    nothing.
+
+    Example:
+        >>> about_another_medicine("Atorvastatin can be taken at any time.", ["simvastatin"])
+        True
+        >>> about_another_medicine("Simvastatin is best in the evening.", ["simvastatin"])
+        False
+    """
+    if not asked:
+        return False
+    from app.grading import mentions, vocabulary
+
+    named = medicines_named(sentence)
+    if not named:
+        return False
+    vocab = vocabulary(" ".join(named))
+    return not any(mentions(term, vocab) for term in asked)
 
 
 def split_sentences(text: str) -> list[str]:

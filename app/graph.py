@@ -1,4 +1,8 @@
-"""The answering graph: retrieve -> generate -> verify_citations, or retrieve -> refuse.
+"""The answering graph: retrieve -> grade -> generate -> verify_citations, or -> refuse.
+
+LangGraph's corrective-RAG shape: retrieval ranks, grading decides which retrieved cards can
+answer this question (:mod:`app.grading`), and only those reach the answer. When none can,
+the reply refuses and says why.
 
 Example:
     >>> from app.context import Context                       # doctest: +SKIP
@@ -23,7 +27,8 @@ from langgraph.runtime import Runtime
 from app.citations import verify_citations as check_citations
 from app.context import Context, resolve_chat_model
 from app.extractive import ExtractiveAnswerer
-from app.prompts import REFUSAL, SYSTEM_PROMPT, cards_context
+from app.grading import refusal_reason
+from app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
 from app.reply import CitedCard, Draft, Reply, RetrievedCard
 from app.state import State
 from ingest import metadata as md
@@ -61,8 +66,25 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {"documents": docs}
 
 
-def route_after_retrieve(state: State) -> Literal["generate", "refuse"]:
-    """Skip generation when the gate left nothing."""
+def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Keep the retrieved cards that can answer the question; say why when none can."""
+    docs = state["documents"]
+    if not docs:
+        return {"grades": [], "reason": GATE_REASON}
+    grader = runtime.context.grader
+    if grader is None:
+        return {"grades": []}
+    grades = grader(state["question"], docs)
+    kept = [d for d, g in zip(docs, grades, strict=True) if g.answerable]
+    logger.info("graded %s", [(g.card_id, g.answerable, g.missing) for g in grades])
+    if kept:
+        return {"documents": kept, "grades": grades}
+    titles = {str(d.id): str(d.metadata.get(md.TITLE, "")) for d in docs}
+    return {"documents": [], "grades": grades, "reason": refusal_reason(grades, titles)}
+
+
+def route_after_grade(state: State) -> Literal["generate", "refuse"]:
+    """Skip generation when neither the gate nor grading left a card."""
     return "generate" if state["documents"] else "refuse"
 
 
@@ -81,15 +103,23 @@ def verify_citations(state: State) -> dict[str, Any]:
     """Keep only citations of retrieved cards and build the reply."""
     docs = state["documents"]
     draft = state["draft"]
+    if not draft.answered:  # the chat model read the cards and found no answer in them
+        return refuse({**state, "reason": MODEL_REASON})
     checked = check_citations(draft.answer, draft.citations, [str(d.id) for d in docs])
     if checked.rejected:
         logger.warning("removed citations of cards that were not retrieved: %s", checked.rejected)
     titles = {str(d.id): str(d.metadata.get(md.TITLE, "")) for d in docs}
+    grades = state.get("grades", [])
+    scores = {g.card_id: g.answerability for g in grades}
+    # ranks are the retriever's: a card grading dropped leaves a gap
+    ranks = {g.card_id: n for n, g in enumerate(grades, 1)} or {
+        str(d.id): n for n, d in enumerate(docs, 1)
+    }
     reply = Reply(
         question=state["question"],
         answer=checked.answer,
         citations=[CitedCard(id=cid, title=titles[cid]) for cid in checked.citations],
-        retrieved=[retrieved_card(d) for d in docs],
+        retrieved=[retrieved_card(d, ranks[str(d.id)], scores.get(str(d.id))) for d in docs],
         rejected_citations=checked.rejected,
         uncited=checked.uncited,
     )
@@ -97,8 +127,10 @@ def verify_citations(state: State) -> dict[str, Any]:
 
 
 def refuse(state: State) -> dict[str, Any]:
-    """The knowledge base does not cover the question: say so, cite nothing."""
-    return {"reply": Reply(question=state["question"], answer=REFUSAL, refused=True)}
+    """The knowledge base does not cover the question: say so and why, cite nothing."""
+    reason = state.get("reason") or GATE_REASON
+    reply = Reply(question=state["question"], answer=REFUSAL, refused=True, refusal_reason=reason)
+    return {"reply": reply}
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -129,15 +161,21 @@ def parse_draft(content: str) -> Draft:
     return Draft(answer=content.strip(), citations=[])
 
 
-def retrieved_card(doc: Document) -> RetrievedCard:
-    """The reply's view of a retrieved card, with its matched passage."""
+def retrieved_card(
+    doc: Document, rank: int = 1, answerability: float | None = None
+) -> RetrievedCard:
+    """The reply's view of a retrieved card, with its rank, scores and matched passage."""
     meta = doc.metadata
     start, end = meta.get(md.MATCHED_START_INDEX), meta.get(md.MATCHED_END_INDEX)
     passage = doc.page_content[start:end] if start is not None and end is not None else ""
+    fused = meta.get(md.FUSED_SCORE)
     return RetrievedCard(
         id=str(doc.id),
         title=str(meta.get(md.TITLE, "")),
+        rank=rank,
         score=float(meta.get(md.SCORE, 0.0)),
+        ordering_score=float(fused) if fused is not None else None,
+        answerability=answerability,
         matched_child_id=str(meta.get(md.MATCHED_CHILD_ID, "")),
         matched_passage=passage or str(meta.get(md.MATCHED_CHILD_TEXT, "")),
         matched_start_index=start,
@@ -166,11 +204,13 @@ def answer(question: str, context: Context) -> Reply:
 
 builder = StateGraph(State, context_schema=Context)
 builder.add_node("retrieve", retrieve)
+builder.add_node("grade", grade)
 builder.add_node("generate", generate)
 builder.add_node("verify_citations", verify_citations)
 builder.add_node("refuse", refuse)
 builder.add_edge(START, "retrieve")
-builder.add_conditional_edges("retrieve", route_after_retrieve, ["generate", "refuse"])
+builder.add_edge("retrieve", "grade")
+builder.add_conditional_edges("grade", route_after_grade, ["generate", "refuse"])
 builder.add_edge("generate", "verify_citations")
 builder.add_edge("verify_citations", END)
 builder.add_edge("refuse", END)

@@ -10,6 +10,10 @@ class Draft(BaseModel):
 
     answer: str = Field(description="The answer, citing cards inline as [cite:card-X].")
     citations: list[str] = Field(default_factory=list, description="Card ids cited, e.g. card-x.")
+    answered: bool = Field(
+        default=True,
+        description="False when the cards do not answer the question (then say so in answer).",
+    )
 
 
 class CitedCard(BaseModel):
@@ -28,8 +32,14 @@ class RetrievedCard(BaseModel):
     """Card id."""
     title: str
     """Card title."""
+    rank: int = 0
+    """1 for the card the retriever ranked first, then 2, 3, ..."""
     score: float
-    """Best child similarity (cosine)."""
+    """Best child similarity (cosine): what the similarity gate applies to."""
+    ordering_score: float | None = None
+    """The score that ordered the cards (reciprocal rank fusion), where rankings were fused."""
+    answerability: float | None = None
+    """Grading's calibrated score for this card (None where it was not computed)."""
     matched_child_id: str
     """Id of the child chunk that matched."""
     matched_passage: str
@@ -60,4 +70,6 @@ class Reply(BaseModel):
     uncited: bool = False
     """True when cards were retrieved but the answer cites none of them."""
     refused: bool = False
-    """True when no card passed the similarity gate: the knowledge base does not cover it."""
+    """True when no card can answer: none passed the similarity gate or grading."""
+    refusal_reason: str | None = None
+    """Why the question was refused, in plain words ("No card mentions clopidogrel.")."""

@@ -6,6 +6,7 @@ from typing import TypedDict
 
 from langchain_core.documents import Document
 
+from app.grading import Grade
 from app.reply import Draft, Reply
 
 
@@ -15,7 +16,11 @@ class State(TypedDict, total=False):
     question: str
     """The user's question."""
     documents: list[Document]
-    """Scored parent cards from the retriever (empty when the gate refused)."""
+    """Scored parent cards: from the retriever, then only those grading kept."""
+    grades: list[Grade]
+    """Grading's verdict on every retrieved card, in the retriever's order."""
+    reason: str
+    """Why the question is refused, when it is."""
     draft: Draft
     """The answerer's unverified answer."""
     reply: Reply

@@ -19,6 +19,8 @@ SENSITIVITY = "sensitivity"
 """``public``, ``internal`` or ``restricted``."""
 SOURCE = "source"
 """File the card was loaded from."""
+LANGUAGE = "language"
+"""ISO 639-1 language of the card text (English when absent)."""
 
 CHUNK_INDEX = "chunk_index"
 """Position of a child within its card, from 0; always 0 on a returned parent."""

@@ -139,6 +139,10 @@ class Settings(BaseSettings):
     """Parents whose best dense similarity is below this are dropped (the refusal gate);
     unset means the model's calibrated default from ``MODEL_GATES``."""
 
+    grading: bool = True
+    """Grade retrieved cards before answering and refuse when none can answer the question
+    (:mod:`app.grading`); off, every card that passes the similarity gate is used."""
+
     chat_model: str | None = None
     """A ``provider:model`` for ``init_chat_model``; unset means the offline extractive answerer."""
 

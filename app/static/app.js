@@ -35,7 +35,8 @@ function renderAnswer(reply) {
   answer.append(reply.answer.slice(last));
   $("refusal").hidden = !reply.refused;
   $("refusal").textContent = reply.refused
-    ? "The cards do not cover this question, so no answer is given from them."
+    ? "The cards do not cover this question, so no answer is given from them." +
+      (reply.refusal_reason ? " " + reply.refusal_reason : "")
     : "";
   $("answer-section").hidden = false;
 }
@@ -45,13 +46,23 @@ function renderRetrieved(reply) {
   list.replaceChildren();
   for (const card of reply.retrieved) {
     const item = document.createElement("li");
+    // the list is in the retriever's order: rank first, then the score that ordered it
+    // (fused), then the dense similarity the gate reads
+    const rank = document.createElement("span");
+    rank.className = "rank";
+    rank.textContent = "#" + card.rank + " ";
+    const order = document.createElement("span");
+    order.className = "ordering";
+    order.textContent = card.ordering_score === null ? "" : "rank score " + card.ordering_score.toFixed(4) + " · ";
+    order.title = "reciprocal rank fusion score: what ordered the cards";
     const score = document.createElement("span");
     score.className = "score";
-    score.textContent = card.score.toFixed(3) + " ";
+    score.textContent = card.score.toFixed(3);
+    score.title = "similarity of the best-matching passage (what the gate reads)";
     const passage = document.createElement("div");
     passage.className = "passage";
     passage.textContent = "matched: " + card.matched_passage;
-    item.append(score, chip(card.id, card.title), passage);
+    item.append(rank, order, "similarity ", score, " ", chip(card.id, card.title), passage);
     list.append(item);
   }
   $("retrieved-section").hidden = reply.retrieved.length === 0;

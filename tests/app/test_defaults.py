@@ -65,3 +65,22 @@ def test_off_topic_is_refused_and_restricted_never_retrieved(context: Context) -
     reply = answer(question, context)
     assert "card-staff-escalation-protocol" not in [c.id for c in reply.retrieved]
     assert "card-staff-escalation-protocol" not in reply.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"),
+    [
+        ("Can I take clopidogrel and aspirin together every day?", "No card mentions clopidogrel."),
+        ("Posso tomar rosuvastatina com levotiroxina?", "No card mentions rosuvastatina."),
+        ("¿Es segura la apendicectomía laparoscópica en el embarazo?", None),
+    ],
+)
+def test_in_domain_questions_no_card_answers_are_refused_with_a_reason(
+    context: Context, question: str, reason: str | None
+) -> None:
+    reply = answer(question, context)
+    assert reply.refused is True
+    assert (reply.citations, reply.retrieved) == ([], [])
+    assert reply.refusal_reason
+    if reason is not None:
+        assert reply.refusal_reason == reason

@@ -10,7 +10,10 @@ from langchain_core.messages import AIMessage
 
 from app.context import Context
 from app.extractive import ExtractiveAnswerer
+from app.grading import Grader
 from app.graph import QuestionError, answer, check_question, graph
+from app.prompts import GATE_REASON, MODEL_REASON
+from app.vectors import Vectors
 from ingest.store import open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 
@@ -30,6 +33,7 @@ def test_graph_is_compiled_with_its_context_schema() -> None:
     assert set(graph.get_graph().nodes) == {
         "__start__",
         "retrieve",
+        "grade",
         "generate",
         "verify_citations",
         "refuse",
@@ -44,7 +48,8 @@ def test_narrow_question_cites_the_right_card(context: Context) -> None:
     assert reply.retrieved[0].id == "card-insulin-storage"
     assert reply.retrieved[0].matched_passage.startswith("The pen or vial you are using")
     assert (reply.refused, reply.uncited, reply.rejected_citations) == (False, False, [])
-    assert len(reply.retrieved) == 4
+    assert [c.rank for c in reply.retrieved] == [1, 2, 3, 4]
+    assert [c.ordering_score for c in reply.retrieved] == [None] * 4  # dense only: no fusion
     json.loads(reply.model_dump_json())  # serialisable
 
 
@@ -53,6 +58,35 @@ def test_off_topic_question_is_refused_without_citation(context: Context) -> Non
     assert reply.refused is True
     assert (reply.citations, reply.retrieved) == ([], [])
     assert reply.answer.startswith("The knowledge base does not cover this question")
+    assert reply.refusal_reason == GATE_REASON
+
+
+def test_grading_refuses_a_medicine_no_card_mentions_and_says_so(
+    context: Context, real_embeddings: Embeddings
+) -> None:
+    question = "Can I take clopidogrel and aspirin together every day?"
+    ungraded = answer(question, context)
+    assert ungraded.refused is False and ungraded.citations  # the gate alone lets it through
+    grader = Grader(Vectors(real_embeddings), calibration=None)  # salient terms only
+    reply = answer(question, Context(retriever=context.retriever, grader=grader))
+    assert reply.refused is True
+    assert reply.refusal_reason == "No card mentions clopidogrel."
+    assert (reply.citations, reply.retrieved) == ([], [])
+    # a question about a card's own medicine still gets its answer
+    kept = answer(
+        "How long can an insulin pen stay out of the fridge?",
+        Context(retriever=context.retriever, grader=grader),
+    )
+    assert [c.id for c in kept.citations] == ["card-insulin-storage"]
+
+
+def test_a_model_that_finds_no_answer_in_the_cards_becomes_a_refusal(context: Context) -> None:
+    draft = {"answer": "The cards do not cover this.", "citations": [], "answered": False}
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=json.dumps(draft))]))
+    reply = answer(
+        "How should I store insulin?", Context(retriever=context.retriever, chat_model=model)
+    )
+    assert (reply.refused, reply.refusal_reason, reply.citations) == (True, MODEL_REASON, [])
 
 
 def test_scripted_model_citing_unretrieved_and_unknown_cards_is_corrected(context: Context) -> None:

