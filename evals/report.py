@@ -96,6 +96,37 @@ def render_dataset(name: str, entry: dict[str, Any]) -> list[str]:
                 f"| {r['case_id']} | {r['kind']} | {r['mode']} "
                 f"| {'pass' if r['passed'] else '; '.join(r['failures'])} |"
             )
+    if "answerability" in entry:
+        lines += render_answerability(entry["answerability"])
     if "eval_seconds" in entry:
         lines += ["", f"`make eval` took {entry['eval_seconds']} s."]
     return [*lines, ""]
+
+
+def render_answerability(graded: dict[str, Any]) -> list[str]:
+    """Grading's figures: AUROC per signal, refusal rates on the held-out part and on all."""
+    lines = [
+        "",
+        "Answerability (issue 17): golden questions are answerable; uncovered and PubMedQA "
+        "questions are not. Held-out part of `evals/answerability.py`'s split.",
+        "",
+        "| signal | held-out AUROC |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| {name} | {value:.3f} |" for name, value in graded.get("held_out_auroc", {}).items()
+    ]
+    refusal = graded.get("refusal", {})
+    lines += ["", "| questions | refused (held-out) | refused (all) |", "|---|---|---|"]
+    for key, row in refusal.get("held_out", {}).items():
+        every = refusal.get("all", {}).get(key, row)
+        lines.append(f"| {key} | {_rate(row)} | {_rate(every)} |")
+    answered = refusal.get("answered_held_out", [])
+    if answered:
+        lines += ["", "Held-out uncovered questions still answered:", ""]
+        lines += [f"- {a['question']} (cited {a['cited'] or 'nothing'})" for a in answered]
+    return lines
+
+
+def _rate(row: dict[str, Any]) -> str:
+    return f"{row['refused']}/{row['questions']} = {row['rate']:.3f}"

@@ -23,9 +23,12 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from app.context import Context
+from app.context import Context, grader_for
 from app.extractive import ExtractiveAnswerer
+from app.grading import load_calibration
 from app.graph import answer
+from evals.answerability import evaluate as grade_figures
+from evals.answerability import featurise, held_out_ids, questions, refusals
 from evals.cases import (
     GOLDEN,
     REDTEAM,
@@ -44,6 +47,7 @@ from ingest.cards import Card, load_cards
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
+from retrievers.parent import ScoredParentDocumentRetriever
 
 EVALS_DIR = Path(__file__).resolve().parent
 THRESHOLDS = EVALS_DIR / "thresholds.toml"
@@ -88,8 +92,13 @@ def offline_context(
 ) -> Context:
     """Index ``cards`` as the settings say; a graph context with the offline answerer."""
     retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
+    assert answerer.vectors is not None  # made with the answerer
     return Context(
-        retriever=retriever, k=settings.k, min_similarity=settings.gate, answerer=answerer
+        retriever=retriever,
+        k=settings.k,
+        min_similarity=settings.gate,
+        answerer=answerer,
+        grader=grader_for(settings, answerer.vectors),
     )
 
 
@@ -118,6 +127,25 @@ def app_checks(
         "uncited_rate": round(uncited / len(cases), 4),
         "ms/answer": round(1000 * statistics.median(times), 1),
     }
+
+
+def answerability(
+    embeddings: Embeddings, settings: Settings, workdir: Path, answerer: ExtractiveAnswerer
+) -> dict[str, Any]:
+    """Grading on the golden, uncovered and PubMedQA questions, held-out part first.
+
+    Refusal rates come from the whole graph (gate, grading, answer); the AUROCs score the
+    committed calibration's answerability of each question (gate off) against its label.
+    """
+    ctx = offline_context(load_cards(settings.cards_dir), embeddings, settings, workdir, answerer)
+    qs = questions()
+    calibration = load_calibration(settings.embedding_model)
+    out: dict[str, Any] = {"refusal": refusals(qs, lambda text: answer(text, ctx))}
+    if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
+        held = held_out_ids(qs)
+        scored = featurise([q for q in qs if q.qid in held], ctx.retriever, embeddings, ctx.k)
+        out["held_out_auroc"] = grade_figures(scored, calibration)["auroc"]
+    return out
 
 
 def redteam(
@@ -201,6 +229,16 @@ def gate(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
         value = report["app"][name]
         if (bound == "min" and value < floor) or (bound == "max" and value > floor):
             problems.append(f"{name} {value} outside the {bound} {floor}")
+    graded = report.get("answerability", {})
+    held = graded.get("refusal", {}).get("held_out", {})
+    for key, floor in thresholds.get("answerability", {}).items():
+        if key == "auroc_min":
+            value = graded.get("held_out_auroc", {}).get("combined (grading)")
+        else:  # "<source>[_<language or kind>]_min": a held-out refusal rate
+            source, _, within = key.removesuffix("_min").partition("_")
+            value = held.get(f"{source} {within}" if within else source, {}).get("rate")
+        if value is not None and value < floor:
+            problems.append(f"answerability {key.removesuffix('_min')} {value} below {floor}")
     problems += [
         f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
         for r in report["redteam"]["results"]
@@ -262,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             embeddings, windowed, work / "app-sentences", answerer
         )
         entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
+        entry["answerability"] = answerability(embeddings, settings, work / "graded", answerer)
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
     print_table("golden", entry)
@@ -272,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         f"red team: {rt['passed']}/{rt['cases']} passed, "
         f"off-topic refusal rate {rt['off_topic_refusal_rate']}"
     )
+    graded = entry["answerability"]
+    print(f"answerability (held-out AUROC): {graded.get('held_out_auroc')}")
+    for key, row in graded["refusal"]["held_out"].items():
+        print(f"  held-out refused: {key}: {row['refused']}/{row['questions']} = {row['rate']}")
     thresholds = (
         tomllib.loads(THRESHOLDS.read_text(encoding="utf-8")) if THRESHOLDS.exists() else {}
     )

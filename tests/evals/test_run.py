@@ -94,7 +94,7 @@ def _measured(ours: str) -> dict[str, Any]:
         dict(zip(NAMES, MEASURED["card-atomic"], strict=True)),
         dict(zip(NAMES, MEASURED["children"], strict=True)),
     )
-    report["app"] = {"citation_precision": 0.88, "false_refusal_rate": 0.0, "uncited_rate": 0.0}
+    report["app"] = {"citation_precision": 0.906, "false_refusal_rate": 0.034, "uncited_rate": 0.0}
     return report
 
 
