@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evals.bench.api import ask_latency
+from evals.bench.api import grading_cost
 from evals.bench.growth import run_sizes
 from evals.bench.ingest import cold, throughput
 from evals.bench.latency import latency
@@ -52,13 +52,24 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         f"| {r['system']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio']}x |"
         for r in sections.get("latency", [])
     ]
-    api = sections.get("api", {"requests": 0, "p50_ms": "-", "p95_ms": "-"})
+    api = sections.get("api", {})
     lines += [
         "",
-        "## Web API, `POST /ask` over HTTP (retrieve + answer + verify, offline answerer)",
+        "## Web API, `POST /ask` over HTTP (retrieve, grade, answer, verify; offline answerer)",
         "",
-        f"{api['requests']} sequential requests: p50 {api['p50_ms']} ms, p95 {api['p95_ms']} ms.",
+        "Sequential requests after a warm-up pass over every question; grading off and on in "
+        "the same run, on the same index.",
+        "",
+        "| grading | requests | p50 ms | p95 ms |",
+        "|---|---|---|---|",
     ]
+    lines += [
+        f"| {mode} | {api[mode]['requests']} | {api[mode]['p50_ms']} | {api[mode]['p95_ms']} |"
+        for mode in ("off", "on")
+        if mode in api
+    ]
+    if "added_p50_ms" in api:
+        lines += ["", f"Grading adds {api['added_p50_ms']} ms to the median `/ask`."]
     ing = sections.get("ingest", {})
     lines += [
         "",
@@ -135,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             print("api ...", flush=True)
             api_settings = settings.model_copy(update={"store_dir": work / "api"})
             ingest_folder(api_settings)
-            save("api", ask_latency(api_settings, questions, 30 if args.quick else 100))
+            save("api", grading_cost(api_settings, questions, 30 if args.quick else 100))
         if "ingest" in todo:
             print("ingest ...", flush=True)
             repeats = 1 if args.quick else 3
