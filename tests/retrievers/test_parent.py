@@ -562,8 +562,24 @@ def test_default_retrieval_output_is_pinned(
     expected = PINNED if fusion == "first" else PINNED_NOW
     retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, settings)
     got = {q: _key(retriever.invoke(q)) for q in expected}
-    assert {q: [(i, round(s, 4), c) for i, s, c in v] for q, v in got.items()} == expected
+    # which cards, in which order, matched by which child: exact on every CPU
+    assert {q: [(i, c) for i, _, c in v] for q, v in got.items()} == {
+        q: [(i, c) for i, _, c in v] for q, v in expected.items()
+    }
+    # the scores: within what the model's kernels move on another CPU (see SCORE_TOLERANCE)
+    for q, v in got.items():
+        assert [s for _, s, _ in v] == pytest.approx(
+            [s for _, s, _ in expected[q]], abs=SCORE_TOLERANCE
+        ), q
 
+
+SCORE_TOLERANCE = 1e-3
+"""How far a pinned similarity may move on another CPU. all-MiniLM-L6-v2 (torch, float32) on
+its default (AVX-512) kernels and with its AVX2 kernels forced (``ATEN_CPU_CAPABILITY=avx2``,
+``ONEDNN_MAX_CPU_ISA=AVX2``): cosines of 10 questions x 40 children differed by at most 2.1e-7,
+with every order the same. The pins are rounded to 4 decimals (5e-5), so 1e-3 covers both with
+a wide margin and still fails on any real change of ranking, chunking or scoring (those move
+scores by 1e-2 and more)."""
 
 PINNED = {
     "Am I supposed to take it on an empty stomach?": [

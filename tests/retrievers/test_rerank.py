@@ -87,6 +87,15 @@ def test_the_retriever_reranks_a_pool_of_candidates_then_returns_k(tmp_path: Pat
     assert asyncio.run(retriever.ainvoke("pills stomach")) == docs
 
 
+LOGIT_TOLERANCE = 0.8
+"""How far a cross-encoder logit may move on another CPU. The int8 ONNX model runs onnxruntime's
+AVX-512-VNNI kernels on some CPUs and its AVX2 kernels on others (u8s8 products saturate
+differently). Measured on the same 40 (question, passage) pairs, natively on an AVX-512 EPYC and
+under ``qemu-x86_64 -cpu Haswell`` (AVX2 only): logits differed by at most 0.415 (mean 0.156),
+and the best passage changed for 2 of 10 questions. 0.8 is about twice the maximum; orders are
+pinned only where the gap is well above twice it (see each test)."""
+
+
 @pytest.fixture(scope="module")
 def cross_encoder() -> OnnxCrossEncoder:
     return load_cross_encoder(1)
@@ -103,7 +112,8 @@ def test_the_shipped_cross_encoder_scores_the_relevant_passage_highest(
             "Ibuprofen should be taken with food.",
         ],
     )
-    assert [round(s, 1) for s in scores] == [-10.9, 4.4, -7.8]
+    assert scores[1] > 0 > scores[2] > scores[0]  # the relevant passage first, by far
+    assert scores == pytest.approx([-10.9, 4.4, -7.8], abs=LOGIT_TOLERANCE)
     assert cross_encoder.score("anything", []) == []
 
 
@@ -117,8 +127,12 @@ def test_rerank_setting_through_the_real_stack(
     docs = retriever.invoke("Can I drink milk with my antibiotic?")
     # without it: doxycycline, alcohol-interactions, amoxicillin; the cross-encoder drops the
     # alcohol card (it is about alcohol, not milk) for the one that mentions a glass of milk
-    assert [(d.id, round(d.metadata["rerank_score"], 2)) for d in docs] == [
-        ("card-doxycycline-precautions", 3.65),
-        ("card-ibuprofen-stomach", -5.28),
-        ("card-amoxicillin-course", -6.11),
-    ]
+    # doxycycline wins by 8.9 logits; the other two are 0.83 apart, within twice the spread
+    # the kernels were measured to move one logit (0.415), so their order is not pinned
+    assert docs[0].id == "card-doxycycline-precautions"
+    assert docs[0].metadata["rerank_score"] == pytest.approx(3.65, abs=LOGIT_TOLERANCE)
+    rest = {d.id: d.metadata["rerank_score"] for d in docs[1:]}
+    assert rest == {
+        "card-ibuprofen-stomach": pytest.approx(-5.28, abs=LOGIT_TOLERANCE),
+        "card-amoxicillin-course": pytest.approx(-6.11, abs=LOGIT_TOLERANCE),
+    }
