@@ -198,6 +198,12 @@ def question_language(question: str) -> str:
     return max(LANGUAGES, key=lambda lang: sum(zipf(w, lang) for w in tokens))
 
 
+@functools.lru_cache(maxsize=4096)
+def text_language(text: str) -> str:
+    """The language of a card's text, as :func:`question_language` decides (cached per text)."""
+    return question_language(text)
+
+
 def coverage(question: str, vocab: frozenset[str], language: str) -> float:
     """Share of the question's content words the card uses, each weighted by its rarity.
 
@@ -436,7 +442,7 @@ class Grader:
                 terms,
                 language,
                 text,
-                str(meta.get(md.LANGUAGE) or "en"),
+                str(meta.get(md.LANGUAGE) or text_language(doc.page_content)),
                 float(meta.get(md.SCORE, 0.0)),
                 sentence,
             )

@@ -43,6 +43,7 @@ from app.grading import (
     card_features,
     question_language,
     salient_terms,
+    text_language,
 )
 from app.vectors import Vectors, dot
 from evals.cases import CASES_DIR, GOLDEN, load_golden_cases
@@ -161,7 +162,7 @@ def featurise(
                 default=0.0,
             )
             text = f"{doc.metadata.get(md.TITLE, '')}\n{doc.page_content}"
-            language = str(doc.metadata.get(md.LANGUAGE) or "en")
+            language = str(doc.metadata.get(md.LANGUAGE) or text_language(doc.page_content))
             feats, missing = card_features(
                 q.text, terms, lang, text, language, float(doc.metadata[md.SCORE]), sentence
             )

@@ -12,6 +12,7 @@ from app.grading import (
     Grade,
     Grader,
     aspect_coverage,
+    card_features,
     coverage,
     fold,
     grade_card,
@@ -150,3 +151,21 @@ def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
         (False, ("apixaban",)),
     ]
     assert missing_terms(["apixaban"], vocabulary("apixaban")) == ()
+
+
+def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None:
+    from app.grading import text_language
+
+    card = Document(
+        id="card-pt",
+        page_content="A levotiroxina deve ser tomada em jejum, com um copo de água, trinta "
+        "minutos antes do café da manhã.",
+        metadata={"score": 0.9},
+    )
+    assert text_language(card.page_content) == "pt"
+    question = "Posso tomar levotiroxina com café da manhã?"
+    features, missing = card_features(
+        question, salient_terms(question), "pt", card.page_content, "pt", 0.9, 0.9
+    )
+    assert missing == () and features["same_language"] == 1.0
+    assert features["coverage"] > 0.5  # same-language words are compared
