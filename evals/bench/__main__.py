@@ -41,6 +41,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         f"{header['threads']} thread(s); medians after a warm-up; each ratio is against a "
         "baseline measured in the same run.",
         "",
+        *where_measured(sections.get("measured", {})),
         "## Retrieval latency, warm `invoke`, shipped corpus",
         "",
         f"{header['questions']} golden questions x {header['rounds']} rounds, k=4.",
@@ -102,6 +103,13 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def where_measured(measured: dict[str, str]) -> list[str]:
+    """One line per section saying when and where it was last measured (``--only`` re-runs)."""
+    if not measured:
+        return []
+    return ["Sections measured: " + "; ".join(f"{k} {v}" for k, v in measured.items()) + ".", ""]
+
+
 GROWTH_NOTE = """\
 Where the cost goes as the store grows: the floor, card-atomic and vanilla each make one
 unfiltered HNSW query, which stays at a few milliseconds. Ours makes two (children, card
@@ -135,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(name: str, value: Any) -> None:
         sections[name] = value
+        # sections re-run at different times can come from different machines: each says where
+        measured = sections.setdefault("measured", {})
+        measured[name] = f"{dt.datetime.now(dt.UTC):%Y-%m-%d} on {machine()}"
         RAW.write_text(json.dumps(sections, indent=2), encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="cardrag-bench-") as tmp:
