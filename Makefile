@@ -54,7 +54,7 @@ eval-shared: .venv ## the retrieval comparison on every ../shared dataset presen
 	done; true
 
 tune: .venv ## choose chunk budgets and fusion weights on the golden set (CASES=, DATASET=) -> cardrag.toml
-	$(PY) -m app.cli tune $(if $(CASES),--cases $(CASES)) $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
+	$(PY) -m evals.tune $(if $(CASES),--cases $(CASES)) $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
 
 notebook: .venv ## execute notebooks/chunking_budgets.ipynb (nbmake; CI runs it)
 	$(PY) -m pytest -p no:cacheprovider --nbmake --nbmake-timeout=900 notebooks/chunking_budgets.ipynb

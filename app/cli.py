@@ -1,4 +1,8 @@
-"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve``, ``serve``, ``tune``, ``demo``.
+"""The ``cardrag`` command line: ``ask``, ``ingest``, ``retrieve``, ``serve``, ``demo``.
+
+Other packages add commands through the entry-point group ``cardrag.commands`` (a callable
+taking the remaining arguments and returning an exit code): the evaluation package adds
+``tune`` that way, so the product never imports its evaluation code.
 
 Bad input (an empty or over-long question, a missing store, a bad card) prints one clear line
 on stderr and exits 2; it never prints a traceback.
@@ -9,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from app.context import Context
@@ -21,6 +26,13 @@ from ingest.store import ModelMismatchError, StoreMissingError, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
+PLUGIN_GROUP = "cardrag.commands"
+"""Entry-point group of commands other installed packages add (``tune`` from ``evals``)."""
+
+
+def plugin_commands() -> dict[str, EntryPoint]:
+    """The commands installed packages add, by name."""
+    return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
 
 
 def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
@@ -109,17 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=int, default=None, help="cards to retrieve")
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
-    sub.add_parser(
-        "tune", help="choose chunk budgets and fusion weights on your cases", add_help=False
-    )
+    plugins = plugin_commands()
+    for name, ep in sorted(plugins.items()):  # each parses its own options (`cardrag NAME -h`)
+        sub.add_parser(name, help=f"from {ep.value.split(':')[0]}", add_help=False)
     p_serve = sub.add_parser("serve", help="the web page and JSON API (uvicorn)")
     p_serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     p_serve.add_argument("--port", type=int, default=8000, help="port to listen on")
     args, rest = parser.parse_known_args(argv)
-    if args.command == "tune":  # its own options: `cardrag tune --help`
-        from evals.tune import main as tune_main
-
-        return tune_main(rest)
+    if args.command in plugins:
+        command: int = plugins[args.command].load()(rest)
+        return command
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     settings = Settings()

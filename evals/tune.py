@@ -359,3 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report is not None:
         args.report.write_text(f"# `cardrag tune`\n\n{summary}", encoding="utf-8")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

