@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from app.prompts import window
 from app.reply import Draft
 from app.vectors import Vectors, dot
-from ingest import metadata as md
+from retrievers.matched import MatchedCard
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -56,12 +55,9 @@ class ExtractiveAnswerer:
         candidates: list[tuple[int, int, str, str]] = []  # (card rank, position, card id, text)
         asked = medicines_named(question)
         for rank, doc in enumerate(docs):
-            text = doc.page_content
-            meta = doc.metadata
-            lo, hi = window(
-                text, meta.get(md.MATCHED_START_INDEX), meta.get(md.MATCHED_END_INDEX), budget
-            )
-            for pos, sentence in enumerate(split_sentences(text[lo:hi])):
+            card = MatchedCard.from_document(doc)
+            lo, hi = card.prompt_range(budget)  # what a chat model would read of this card
+            for pos, sentence in enumerate(split_sentences(card.text[lo:hi])):
                 if about_another_medicine(sentence, asked):
                     continue
                 candidates.append((rank, pos, str(doc.id), sentence))

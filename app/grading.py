@@ -39,6 +39,7 @@ from langchain_core.documents import Document
 from app.extractive import split_sentences
 from app.vectors import Vectors, dot
 from ingest import metadata as md
+from retrievers.matched import MatchedCard
 
 LANGUAGES = ("en", "pt", "es", "it")
 """Languages our users ask in; salience and stop words cover all of them."""
@@ -431,20 +432,19 @@ class Grader:
         qv = self.vectors.question(question) if needs_dense else []
         grades = []
         for doc in docs:
-            meta = doc.metadata
-            text = f"{meta.get(md.TITLE, '')}\n{doc.page_content}"
+            card = MatchedCard.from_document(doc)
             sentence = 0.0
             if needs_dense:
-                parts = split_sentences(doc.page_content)
+                parts = split_sentences(card.text)
                 sentence = max((dot(qv, v) for v in self.vectors.sentences(parts)), default=0.0)
             features, missing = card_features(
                 question,
                 terms,
                 language,
-                text,
-                str(meta.get(md.LANGUAGE) or text_language(doc.page_content)),
-                float(meta.get(md.SCORE, 0.0)),
+                f"{card.title}\n{card.text}",
+                str(doc.metadata.get(md.LANGUAGE) or text_language(card.text)),
+                card.score,
                 sentence,
             )
-            grades.append(grade_card(features, missing, str(doc.id), self.calibration))
+            grades.append(grade_card(features, missing, card.id, self.calibration))
         return grades

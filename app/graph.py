@@ -32,6 +32,7 @@ from app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards
 from app.reply import CitedCard, Draft, Reply, RetrievedCard
 from app.state import State
 from ingest import metadata as md
+from retrievers.matched import MatchedCard
 
 logger = logging.getLogger(__name__)
 
@@ -165,23 +166,20 @@ def retrieved_card(
     doc: Document, rank: int = 1, answerability: float | None = None
 ) -> RetrievedCard:
     """The reply's view of a retrieved card, with its rank, scores and matched passage."""
-    meta = doc.metadata
-    start, end = meta.get(md.MATCHED_START_INDEX), meta.get(md.MATCHED_END_INDEX)
-    passage = doc.page_content[start:end] if start is not None and end is not None else ""
-    fused = meta.get(md.FUSED_SCORE)
+    card = MatchedCard.from_document(doc)
     return RetrievedCard(
-        id=str(doc.id),
-        title=str(meta.get(md.TITLE, "")),
+        id=card.id,
+        title=card.title,
         rank=rank,
-        score=float(meta.get(md.SCORE, 0.0)),
-        ordering_score=float(fused) if fused is not None else None,
+        score=card.score,
+        ordering_score=card.fused_score,
         answerability=answerability,
-        matched_child_id=str(meta.get(md.MATCHED_CHILD_ID, "")),
-        matched_passage=passage or str(meta.get(md.MATCHED_CHILD_TEXT, "")),
-        matched_start_index=start,
-        matched_end_index=end,
-        window_start_index=meta.get(md.MATCHED_WINDOW_START_INDEX),
-        window_end_index=meta.get(md.MATCHED_WINDOW_END_INDEX),
+        matched_child_id=card.child_id,
+        matched_passage=card.passage,
+        matched_start_index=card.start,
+        matched_end_index=card.end,
+        window_start_index=card.window_start,
+        window_end_index=card.window_end,
     )
 
 

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from ingest import metadata as md
+from retrievers.matched import MatchedCard, window
+
+__all__ = ["ELLIPSIS", "REFUSAL", "SYSTEM_PROMPT", "card_context", "cards_context", "window"]
 
 SYSTEM_PROMPT = """You answer questions from patients using only the knowledge-base cards below.
 Rules:
@@ -34,53 +36,17 @@ MODEL_REASON = "The retrieved cards do not answer this question."
 ELLIPSIS = "…"
 
 
-def window(text: str, start: int | None, end: int | None, budget: int) -> tuple[int, int]:
-    """A window of at most ``budget`` characters that contains ``text[start:end]``.
-
-    The window is centred on the matched passage, clamped to the text, and trimmed to whole
-    words. Without a known passage it is the start of the text. A passage longer than the
-    budget keeps its beginning.
-
-    Example:
-        >>> text = "aaaa bbbb cccc dddd eeee"
-        >>> s, e = window(text, 20, 24, 10)
-        >>> text[s:e]
-        'dddd eeee'
-    """
-    if len(text) <= budget:
-        return 0, len(text)
-    if start is None or end is None or not 0 <= start <= end <= len(text):
-        start, end = 0, 0
-    if end - start >= budget:
-        lo, hi = start, start + budget
-    else:
-        spare = budget - (end - start)
-        lo = max(0, start - spare // 2)
-        hi = min(len(text), lo + budget)
-        lo = max(0, hi - budget)
-    if lo > 0 and not text[lo - 1].isspace():  # do not start mid-word
-        nxt = text.find(" ", lo, start if start > lo else hi)
-        lo = nxt + 1 if nxt >= 0 else lo
-    if hi < len(text) and not text[hi].isspace():  # do not end mid-word
-        prev = text.rfind(" ", max(end, lo), hi)
-        hi = prev if prev > lo else hi
-    return lo, hi
-
-
 def card_context(doc: Document, budget: int) -> str:
     """One card's prompt text: ``[card-X] title`` then its windowed text.
 
     A sentence-window match brings its own window (``prompt_text`` and its range), which is
     used as it is; otherwise the window is cut around the matched passage within ``budget``.
     """
-    text = doc.page_content
-    m = doc.metadata
-    if isinstance(m.get(md.PROMPT_TEXT), str) and m.get(md.MATCHED_WINDOW_START_INDEX) is not None:
-        lo, hi = m[md.MATCHED_WINDOW_START_INDEX], m[md.MATCHED_WINDOW_END_INDEX]
-    else:
-        lo, hi = window(text, m.get(md.MATCHED_START_INDEX), m.get(md.MATCHED_END_INDEX), budget)
+    card = MatchedCard.from_document(doc)
+    text = card.text
+    lo, hi = card.prompt_range(budget)
     body = (ELLIPSIS if lo > 0 else "") + text[lo:hi].strip() + (ELLIPSIS if hi < len(text) else "")
-    return f"[{doc.id}] {doc.metadata.get(md.TITLE, '')}\n{body}"
+    return f"[{card.id}] {card.title}\n{body}"
 
 
 def cards_context(docs: Sequence[Document], budget: int) -> str:

@@ -29,7 +29,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field
 
-from ingest import metadata as md
+from retrievers.matched import MatchedCard
 
 logger = logging.getLogger(__name__)
 
@@ -130,14 +130,8 @@ def rerank_passage(doc: Document) -> str:
         ...     "title": "T", "matched_start_index": 3, "matched_end_index": 5}))
         'T\nB.'
     """
-    meta = doc.metadata
-    start, end = meta.get(md.MATCHED_START_INDEX), meta.get(md.MATCHED_END_INDEX)
-    if isinstance(start, int) and isinstance(end, int) and start < end:
-        passage = doc.page_content[start:end]
-    else:
-        passage = doc.page_content
-    title = meta.get(md.TITLE)
-    return f"{title}\n{passage}" if title else passage
+    card = MatchedCard.from_document(doc)
+    return f"{card.title}\n{card.passage}" if card.title else card.passage
 
 
 def rerank(
