@@ -1,4 +1,9 @@
-"""The graph's typed run context: which retriever, k, gate, chat model and prompt budget."""
+"""The graph's typed run context: which retriever, k, grader, chat model and prompt budget.
+
+The similarity gate belongs to the retriever (``min_similarity``, set from the settings by
+``ScoredParentDocumentRetriever.from_index``); the graph never passes it per call, so any
+LangChain retriever can be the context's.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from app.extractive import ExtractiveAnswerer
 from app.grading import Grader, load_calibration
 from app.vectors import Vectors
 from ingest.embeddings import load_embeddings
-from ingest.settings import Settings
+from ingest.settings import Settings, default
 from ingest.store import Index, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
@@ -27,11 +32,10 @@ class Context:
         >>> graph.invoke({"question": "Can I drink alcohol?"}, context=ctx)  # doctest: +SKIP
     """
 
-    retriever: BaseRetriever = field(metadata={"description": "Returns scored parent cards."})
-    k: int = field(default=4, metadata={"description": "Cards retrieved per question."})
-    min_similarity: float = field(
-        default=0.3, metadata={"description": "Below this best-child similarity a card is dropped."}
+    retriever: BaseRetriever = field(
+        metadata={"description": "Returns scored parent cards (its own gate applies)."}
     )
+    k: int = field(default=default("k"), metadata={"description": "Cards retrieved per question."})
     chat_model: str | BaseChatModel | None = field(
         default=None,
         metadata={
@@ -39,7 +43,8 @@ class Context:
         },
     )
     prompt_budget: int = field(
-        default=600, metadata={"description": "Characters of each card in the prompt."}
+        default=default("prompt_budget"),
+        metadata={"description": "Characters of each card in the prompt."},
     )
     answerer: ExtractiveAnswerer | None = field(
         default=None, metadata={"description": "The offline answerer used when chat_model is None."}
@@ -61,12 +66,11 @@ class Context:
         cls, index: Index, settings: Settings, embeddings: Embeddings, **overrides: Any
     ) -> Context:
         """The context over an opened index, configured from ``settings``."""
-        retriever = ScoredParentDocumentRetriever.from_index(index, settings, min_similarity=None)
+        retriever = ScoredParentDocumentRetriever.from_index(index, settings)  # gate: settings'
         vectors = Vectors(embeddings)
         values: dict[str, Any] = {
             "retriever": retriever,
             "k": settings.k,
-            "min_similarity": settings.gate,
             "chat_model": settings.chat_model,
             "prompt_budget": settings.prompt_budget,
             "answerer": ExtractiveAnswerer(embeddings, vectors=vectors),

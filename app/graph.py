@@ -60,9 +60,9 @@ def check_question(question: str) -> str:
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Fetch up to k scored cards that pass the similarity gate."""
+    """Fetch up to k scored cards (the retriever applies its own similarity gate)."""
     ctx = runtime.context
-    docs = ctx.retriever.invoke(state["question"], k=ctx.k, min_similarity=ctx.min_similarity)
+    docs = ctx.retriever.invoke(state["question"], k=ctx.k)
     logger.info("retrieved %s", [(d.id, round(d.metadata.get(md.SCORE, 0.0), 3)) for d in docs])
     return {"documents": docs}
 

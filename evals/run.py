@@ -91,12 +91,11 @@ def offline_context(
     answerer: ExtractiveAnswerer,
 ) -> Context:
     """Index ``cards`` as the settings say; a graph context with the offline answerer."""
-    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir)
+    retriever = build([c.to_document() for c in cards], embeddings, settings, workdir, gated=True)
     assert answerer.vectors is not None  # made with the answerer
     return Context(
         retriever=retriever,
         k=settings.k,
-        min_similarity=settings.gate,
         answerer=answerer,
         grader=grader_for(settings, answerer.vectors),
     )

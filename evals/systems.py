@@ -119,26 +119,37 @@ def index(
 
 
 def configured(
-    base: ScoredParentDocumentRetriever, settings: Settings, bm25: BM25Index | None
+    base: ScoredParentDocumentRetriever,
+    settings: Settings,
+    bm25: BM25Index | None,
+    *,
+    gated: bool = False,
 ) -> ScoredParentDocumentRetriever:
-    """A retriever over ``base``'s stores configured like the settings say."""
+    """A retriever over ``base``'s stores configured like the settings say.
+
+    Ungated by default: ranking metrics score every question's ten best cards. ``gated``
+    keeps the settings' similarity gate, as the app runs it.
+    """
     stores = Index(
         path=Path(), collections=base.collections, docstore=base.docstore, manifest={}, bm25=bm25
     )
-    return ScoredParentDocumentRetriever.from_index(stores, settings, min_similarity=None)
+    ungated = {} if gated else {"min_similarity": None}
+    return ScoredParentDocumentRetriever.from_index(stores, settings, **ungated)
 
 
 def build(
-    cards: Sequence[Document], embeddings: Embeddings, settings: Settings, path: Path
+    cards: Sequence[Document],
+    embeddings: Embeddings,
+    settings: Settings,
+    path: Path,
+    *,
+    gated: bool = False,
 ) -> ScoredParentDocumentRetriever:
     """Index cards as the settings say and return the configured retriever (for app checks)."""
     splitter = CardSplitter.from_settings(settings)
     base = index(cards, embeddings, splitter, path)
-    return configured(
-        base,
-        settings,
-        BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages),
-    )
+    bm25 = BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages)
+    return configured(base, settings, bm25, gated=gated)
 
 
 def _timed_run(

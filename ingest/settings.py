@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import (
@@ -193,3 +193,17 @@ class Settings(BaseSettings):
             )
             raise ValueError(msg)
         return self
+
+
+def default(name: str) -> Any:
+    """The shipped default of a setting, for components that take the same parameter.
+
+    The retriever's and the fusion's defaults are read from here, so a retriever built by hand
+    ranks exactly as one built from settings (issue 18: they had drifted to other values).
+
+    Example:
+        >>> default("rrf_c")
+        20
+    """
+    field = Settings.model_fields[name]
+    return field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest import metadata as md
+from ingest.settings import default
 from retrievers.scoring import gate
 
 
@@ -69,7 +70,9 @@ def best_per_parent(hits: Iterable[ChildHit]) -> list[ParentHit]:
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, c: int = 60
+    rankings: Sequence[Sequence[str]],
+    weights: Sequence[float] | None = None,
+    c: int = default("rrf_c"),
 ) -> list[tuple[str, float]]:
     """Weighted reciprocal rank fusion: ``score(d) = sum_i w_i / (c + rank_i(d))``.
 
@@ -95,11 +98,11 @@ def reciprocal_rank_fusion(
 class FusionWeights:
     """Weights of the rankings fused at the parent level (0 leaves a ranking out)."""
 
-    dense: float = 1.0
+    dense: float = default("dense_weight")
     """Dense similarity of the best child."""
-    card: float = 1.0
+    card: float = default("card_weight")
     """Dense similarity of the whole-card row (only where the index has card rows)."""
-    bm25: float = 1.0
+    bm25: float = default("bm25_weight")
     """BM25 score of the best child (only where a BM25 index is used)."""
 
 
@@ -109,7 +112,7 @@ def rank_parents(
     *,
     min_similarity: float | None = None,
     weights: FusionWeights = FusionWeights(),
-    c: int = 60,
+    c: int = default("rrf_c"),
 ) -> list[ParentHit]:
     """Rank parents from dense hits (children and card rows) and an optional BM25 ranking.
 

@@ -26,7 +26,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from ingest import metadata as md
 from ingest.lexical import BM25Index
-from ingest.settings import Settings
+from ingest.settings import Settings, default
 from ingest.splitter import CardSplitter
 from ingest.store import Collections, Index, delete_documents, upsert_documents
 from retrievers.fusion import ChildHit, FusionWeights, ParentHit, best_per_parent, rank_parents
@@ -59,7 +59,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     Example:
         >>> from ingest.embeddings import load_embeddings   # doctest: +SKIP
         >>> from ingest.store import open_index
-        >>> from ingest.settings import Settings
+        >>> from ingest.settings import Settings, default
         >>> settings = Settings()
         >>> model = settings.embedding_model
         >>> index = open_index(settings.store_dir, load_embeddings(model), model)
@@ -84,14 +84,16 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """Splits parents into children on ``add_documents``."""
     id_key: str = md.PARENT_ID
     """Child metadata key holding the parent's id."""
-    k: int = Field(default=4, ge=1)
+    k: int = Field(default=default("k"), ge=1)
     """Distinct parents to return."""
-    fetch_multiplier: int = Field(default=4, ge=1)
+    fetch_multiplier: int = Field(default=default("fetch_multiplier"), ge=1)
     """The first search fetches ``k * fetch_multiplier`` children."""
-    max_fetch: int = Field(default=200, ge=1)
+    max_fetch: int = Field(default=default("max_fetch"), ge=1)
     """Upper bound on children fetched for one question (the window doubles up to it)."""
     min_similarity: float | None = None
-    """Drop parents whose best child similarity is below this; ``None`` keeps all."""
+    """Drop parents whose best child similarity is below this; ``None`` keeps all. (The
+    calibrated value depends on the embedding model: :meth:`from_index` sets
+    ``Settings.gate``.)"""
     filter: Where | None = None
     """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
     allow_restricted: bool = False
@@ -100,18 +102,18 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
     bm25: BM25Index | None = None
     """BM25 over the same children; when set, its parent ranking is fused with the dense one."""
-    dense_weight: float = Field(default=1.0, ge=0)
+    dense_weight: float = Field(default=default("dense_weight"), ge=0)
     """RRF weight of the dense best-child ranking."""
-    card_weight: float = Field(default=1.0, ge=0)
+    card_weight: float = Field(default=default("card_weight"), ge=0)
     """RRF weight of the whole-card rows' ranking (used only where the index has card rows)."""
-    bm25_weight: float = Field(default=1.0, ge=0)
+    bm25_weight: float = Field(default=default("bm25_weight"), ge=0)
     """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
-    rrf_c: int = Field(default=60, ge=1)
+    rrf_c: int = Field(default=default("rrf_c"), ge=1)
     """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
     reranker: BaseDocumentCompressor | None = None
     """Reorders the top ``rerank_candidates`` parents (e.g. the cross-encoder in
     :mod:`retrievers.rerank`) before the best ``k`` are returned."""
-    rerank_candidates: int = Field(default=10, ge=1)
+    rerank_candidates: int = Field(default=default("rerank_candidates"), ge=1)
     """Parents handed to the reranker (at least ``k``)."""
     _space: str | None = PrivateAttr(default=None)
 

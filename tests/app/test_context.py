@@ -29,12 +29,13 @@ def _index(tmp_path: Path) -> Index:
 def test_the_context_is_configured_from_the_settings(tmp_path: Path) -> None:
     settings = Settings(k=3, min_similarity=0.6, prompt_budget=500, bm25_weight=0.5, rrf_c=30)
     ctx = Context.from_index(_index(tmp_path), settings, FakeEmbeddings())
-    assert (ctx.k, ctx.min_similarity, ctx.chat_model, ctx.prompt_budget) == (3, 0.6, None, 500)
+    assert (ctx.k, ctx.chat_model, ctx.prompt_budget) == (3, None, 500)
     assert isinstance(ctx.answerer, ExtractiveAnswerer)
     retriever = ctx.retriever
     assert isinstance(retriever, ScoredParentDocumentRetriever)
     assert retriever.bm25 is not None
     assert (retriever.k, retriever.bm25_weight, retriever.rrf_c) == (3, 0.5, 30)
+    assert retriever.min_similarity == 0.6  # the gate is the retriever's, set once
 
 
 def test_overrides_win_over_the_settings(tmp_path: Path) -> None:
@@ -51,3 +52,15 @@ def test_without_hybrid_the_retriever_has_no_bm25(tmp_path: Path) -> None:
 def test_a_chat_model_instance_is_used_as_it_is() -> None:
     model = GenericFakeChatModel(messages=iter([AIMessage(content="hi")]))
     assert resolve_chat_model(model) is model
+
+
+def test_a_retriever_built_by_hand_ranks_like_one_built_from_settings(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    by_hand = ScoredParentDocumentRetriever.over(index.collections, docstore=index.docstore)
+    from_settings = ScoredParentDocumentRetriever.from_index(index, Settings())
+    fields = ("k", "fetch_multiplier", "max_fetch", "dense_weight", "card_weight")
+    fields += ("bm25_weight", "rrf_c", "rerank_candidates")
+    assert {f: getattr(by_hand, f) for f in fields} == {
+        f: getattr(from_settings, f) for f in fields
+    }
+    assert (by_hand.bm25_weight, by_hand.rrf_c) == (0.75, 20)  # the shipped fusion (issue 7)

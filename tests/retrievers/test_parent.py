@@ -412,7 +412,13 @@ def test_ours_returns_k_scored_parents_where_vanilla_returns_fewer_and_no_scores
 @pytest.fixture
 def hybrid(tmp_path: Path) -> ScoredParentDocumentRetriever:
     retriever = fake_retriever(
-        tmp_path, 200, k=2, fetch_multiplier=1, bm25=BM25Index.build([], [], [])
+        tmp_path,
+        200,
+        k=2,
+        fetch_multiplier=1,
+        bm25=BM25Index.build([], [], []),
+        bm25_weight=1.0,  # the fused scores below are computed for equal weights and c = 60
+        rrf_c=60,
     )
     retriever.add_documents(
         [
@@ -429,7 +435,8 @@ def hybrid(tmp_path: Path) -> ScoredParentDocumentRetriever:
 def test_bm25_brings_in_a_card_the_dense_window_missed(
     hybrid: ScoredParentDocumentRetriever,
 ) -> None:
-    assert hybrid.bm25 is not None and len(hybrid.bm25.child_ids) == 5  # rebuilt on add_documents
+    assert hybrid.bm25 is not None
+    assert len(hybrid.bm25.child_ids) == 5
     docs = hybrid.invoke("zyrtec allergy")
     assert [d.id for d in docs] == ["card-a", "card-x"]
     # the score stays the dense similarity; the fused score ordered them
