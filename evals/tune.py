@@ -224,7 +224,8 @@ def tune(
     for row, metrics in zip(rows, on_held_out, strict=True):
         row.held_out = metrics
     current = rows[0]
-    assert winner.held_out is not None and current.held_out is not None
+    assert winner.held_out is not None
+    assert current.held_out is not None
     better = objective(winner.held_out)[:2] > objective(current.held_out)[:2]
     return rows, winner, winner if better else current
 

@@ -510,7 +510,7 @@ def swap_current(store_dir: Path, target: Path, parents: str | None = None) -> N
     previous = link.resolve() if link.exists() else None
     tmp = store_dir / f".{CURRENT}-{uuid.uuid4().hex[:6]}"
     tmp.symlink_to(target.name)
-    os.replace(tmp, link)
+    tmp.replace(link)  # os.replace: atomic on POSIX
     keep = {target.name} | ({previous.name} if previous else set())
     for old in store_dir.glob("index-*"):
         if old.name not in keep:

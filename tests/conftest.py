@@ -156,7 +156,7 @@ def shared_dataset() -> Iterator[Path]:
     """Placeholder so tests can ask for ../shared; skipped cleanly when absent."""
     if not (SHARED / "datasets").is_dir():
         pytest.skip("../shared/datasets is not present")
-    yield SHARED / "datasets"
+    return SHARED / "datasets"
 
 
 # -- real servers on loopback, started and stopped by this process ---------------------------

@@ -121,7 +121,8 @@ def test_calibrations_are_per_model(tmp_path: Path) -> None:
     entry = {"mean": [0.0] * 6, "scale": [1.0] * 6, "weights": [1.0] * 6, "bias": -1.0}
     path.write_text(json.dumps({"m": {**entry, "threshold": 0.5}}), encoding="utf-8")
     loaded = load_calibration("m", path)
-    assert loaded is not None and loaded.threshold == 0.5
+    assert loaded is not None
+    assert loaded.threshold == 0.5
     assert loaded.answerability(dict.fromkeys(FEATURES, 1.0)) == 5.0
     assert load_calibration("other", path) is None
     assert load_calibration("m", tmp_path / "missing.json") is None
@@ -167,5 +168,6 @@ def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None
     features, missing = card_features(
         question, salient_terms(question), "pt", card.page_content, "pt", 0.9, 0.9
     )
-    assert missing == () and features["same_language"] == 1.0
+    assert missing == ()
+    assert features["same_language"] == 1.0
     assert features["coverage"] > 0.5  # same-language words are compared

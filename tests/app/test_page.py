@@ -89,7 +89,8 @@ def test_a_cited_chip_opens_the_card_with_the_matched_passage_marked(
         """() => [document.querySelector('#card-body mark'), document.querySelector('#card-body')]
               .map(e => getComputedStyle(e).backgroundColor)"""
     )
-    assert colours[0] == "rgb(255, 229, 138)" and colours[0] != colours[1]
+    assert colours[0] == "rgb(255, 229, 138)"
+    assert colours[0] != colours[1]
     # phone width: nothing overflows sideways
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
 

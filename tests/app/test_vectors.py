@@ -25,7 +25,8 @@ def test_each_question_and_sentence_is_embedded_once() -> None:
     first = vectors.sentences(["a b", "c d", "a b"])
     again = vectors.sentences(["c d", "e f"])
     assert model.documents == ["a b", "c d", "e f"]
-    assert first[0] == first[2] and again[0] == first[1]
+    assert first[0] == first[2]
+    assert again[0] == first[1]
     assert vectors.question("q?") == vectors.question("q?")
     assert model.queries == ["q?"]
     assert dot(first[0], first[0]) == 1.0 or abs(dot(first[0], first[0]) - 1.0) < 1e-9

@@ -28,7 +28,8 @@ def test_the_uncovered_set_is_what_issue_17_asks_for() -> None:
     cases = load_uncovered()
     assert len(cases) >= 160
     languages = Counter(c.language for c in cases)
-    assert set(languages) == {"en", "pt", "es", "it"} and min(languages.values()) >= 35
+    assert set(languages) == {"en", "pt", "es", "it"}
+    assert min(languages.values()) >= 35
     assert set(Counter(c.kind for c in cases)) == {
         "other_medicine",
         "same_class",
@@ -57,7 +58,8 @@ def test_the_fit_learns_that_higher_similarity_means_answerable() -> None:
     scored = [_scored(f"g{i}", True, 0.9 + i / 100) for i in range(5)]
     scored += [_scored(f"u{i}", False, 0.7 + i / 100) for i in range(5)]
     x, y = training_rows(scored)
-    assert x.shape == (10, len(FEATURES)) and y.tolist() == [1] * 5 + [0] * 5
+    assert x.shape == (10, len(FEATURES))
+    assert y.tolist() == [1] * 5 + [0] * 5
     calibration = fit(x, y, "fake")
     assert calibration.weights[FEATURES.index("score")] > 0
     threshold = choose_threshold(scored, calibration)
@@ -71,7 +73,8 @@ def test_cards_lacking_a_medical_term_and_other_golden_cards_are_not_trained_on(
     other = _scored("g", True, 0.9, card="right")
     other.cards = [("wrong", other.cards[0][1], ())]
     x, y = training_rows([vetoed, other])
-    assert x.shape[0] == 0 and y.shape[0] == 0
+    assert x.shape[0] == 0
+    assert y.shape[0] == 0
 
 
 def test_auroc_counts_pairs_and_half_ties() -> None:

@@ -91,8 +91,10 @@ def test_tuning_never_reads_the_held_out_part(
     candidates = [BASE, BM25_ONLY]
 
     rows, winner, decision = tune(tuning, poison, cached, BASE, tmp_path, candidates=candidates)
-    assert winner.settings is BASE and decision.settings is BASE
-    assert rows[1].held_out is not None and rows[0].held_out is not None
+    assert winner.settings is BASE
+    assert decision.settings is BASE
+    assert rows[1].held_out is not None
+    assert rows[0].held_out is not None
     assert rows[1].held_out["mrr@10"] == 1.0 > rows[0].held_out["mrr@10"]  # the poison works
 
     # control: the same poison in the tuning part flips the choice

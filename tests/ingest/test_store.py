@@ -137,7 +137,8 @@ def test_a_card_that_becomes_restricted_moves_all_its_rows(
         shipped_cards[:2], tmp_path, real_embeddings, CardSplitter(card_row=True), progress=False
     )
     stores = index.collections
-    assert stores.cards is not None and stores.restricted is not None
+    assert stores.cards is not None
+    assert stores.restricted is not None
     card = shipped_cards[0].to_document()
     card.metadata["sensitivity"] = "restricted"
     upsert_documents(stores, index.docstore, CardSplitter(card_row=True), [card])
@@ -147,7 +148,8 @@ def test_a_card_that_becomes_restricted_moves_all_its_rows(
 
     moved = ids(stores.restricted)
     assert ids(stores.children) == ids(stores.cards) == set()
-    assert f"{card.id}::card" in moved and f"{card.id}::00" in moved
+    assert f"{card.id}::card" in moved
+    assert f"{card.id}::00" in moved
     assert stores.count() == index.manifest["children"]
 
 

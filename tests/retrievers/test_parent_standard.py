@@ -68,7 +68,8 @@ def dense(shipped_index_dir: Path, real_embeddings: Embeddings) -> ScoredParentD
 def test_the_gate_returns_fewer_than_k_and_never_pads(dense: ScoredParentDocumentRetriever) -> None:
     ungated = dense.invoke(QUESTION)
     scores = [d.metadata["score"] for d in ungated]
-    assert len(ungated) == 5 and scores == sorted(scores, reverse=True)
+    assert len(ungated) == 5
+    assert scores == sorted(scores, reverse=True)
     floor = (scores[1] + scores[2]) / 2  # between the second and the third card, this run
     gated = dense.invoke(QUESTION, min_similarity=floor)
     assert [d.id for d in gated] == [d.id for d in ungated[:2]]  # 2 of k=5: nothing padded
