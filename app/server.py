@@ -48,7 +48,7 @@ from app.reply import Reply
 from ingest import metadata as md
 from ingest.cards import CARD_ID
 from ingest.embeddings import load_embeddings
-from ingest.servers import StoreUnavailableError
+from ingest.remote import StoreUnavailableError
 from ingest.settings import Settings
 from ingest.store import Index, StoreMissingError, current_generation, open_current
 

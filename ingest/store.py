@@ -537,7 +537,7 @@ def ingest_folder(
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
     splitter = CardSplitter.from_settings(settings)
     if settings.chroma_url:
-        from ingest.servers import build_remote
+        from ingest.remote import build_remote
 
         return build_remote(cards, settings, embeddings, splitter)
     return build_index(
@@ -554,7 +554,7 @@ def ingest_folder(
 def open_current(settings: Settings, embeddings: Embeddings) -> Index:
     """The live index wherever the settings put it: a store folder, or a Chroma server."""
     if settings.chroma_url:
-        from ingest.servers import open_remote
+        from ingest.remote import open_remote
 
         return open_remote(settings, embeddings)
     model = settings.embedding_model
@@ -568,7 +568,7 @@ def current_generation(settings: Settings) -> str:
         StoreMissingError: when nothing has been ingested.
     """
     if settings.chroma_url:
-        from ingest.servers import read_pointer
+        from ingest.remote import read_pointer
 
         return read_pointer(settings.chroma_url, settings.namespace)[0]
     link = settings.store_dir / CURRENT

@@ -11,7 +11,7 @@ from typing import Any
 
 from ingest import metadata as md
 from ingest.settings import default
-from retrievers.scoring import gate
+from retrievers.scoring import at_least
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def rank_parents(
         score[hit.parent_id] = max(score.get(hit.parent_id, hit.score), hit.score)
         best[hit.parent_id] = hit.best
     merged = [ParentHit(p, s, best[p]) for p, s in score.items()]
-    passing = {p.parent_id for p in gate(merged, min_similarity)}
+    passing = {p.parent_id for p in at_least(merged, min_similarity)}
     rankings: list[list[str]] = []
     used: list[float] = []
     card_weight = 0.0

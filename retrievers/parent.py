@@ -93,7 +93,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     min_similarity: float | None = None
     """Drop parents whose best child similarity is below this; ``None`` keeps all. (The
     calibrated value depends on the embedding model: :meth:`from_index` sets
-    ``Settings.gate``.)"""
+    ``Settings.effective_min_similarity``.)"""
     filter: Where | None = None
     """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
     allow_restricted: bool = False
@@ -132,7 +132,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             "k": settings.k,
             "fetch_multiplier": settings.fetch_multiplier,
             "max_fetch": settings.max_fetch,
-            "min_similarity": settings.gate,
+            "min_similarity": settings.effective_min_similarity,
             "bm25": index.bm25 if settings.hybrid else None,
             "card_rows": settings.card_rows,
             "dense_weight": settings.dense_weight,

@@ -76,12 +76,12 @@ def collection_space(vectorstore: Any) -> str:
     return str(metadata.get("hnsw:space", "l2"))
 
 
-def gate(ranked: Sequence[S], min_similarity: float | None) -> list[S]:
+def at_least(ranked: Sequence[S], min_similarity: float | None) -> list[S]:
     """Keep the items whose score reaches ``min_similarity`` (all of them when it is None).
 
     Example:
         >>> from types import SimpleNamespace as P
-        >>> [p.score for p in gate([P(score=0.8), P(score=0.2)], 0.3)]
+        >>> [p.score for p in at_least([P(score=0.8), P(score=0.2)], 0.3)]
         [0.8]
     """
     if min_similarity is None:

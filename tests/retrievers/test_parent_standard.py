@@ -19,7 +19,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from ingest.settings import MODEL_GATES
+from ingest.settings import MODEL_MIN_SIMILARITY
 from ingest.store import Index, open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL
@@ -50,7 +50,7 @@ class TestScoredParentDocumentRetrieverStandard(RetrieversIntegrationTests):
             "restricted_store": collections.restricted,
             "docstore": self.index.docstore,
             "bm25": self.index.bm25,
-            "min_similarity": MODEL_GATES[REAL_MODEL],
+            "min_similarity": MODEL_MIN_SIMILARITY[REAL_MODEL],
         }
 
     @property

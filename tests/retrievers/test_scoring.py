@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from retrievers.fusion import ChildHit, ParentHit
-from retrievers.scoring import cosine_similarities, distance_to_similarity, gate
+from retrievers.scoring import at_least, cosine_similarities, distance_to_similarity
 
 
 @pytest.mark.parametrize(
@@ -32,9 +32,9 @@ def _parent(pid: str, score: float) -> ParentHit:
 
 def test_gate_applies_to_best_per_parent_score() -> None:
     ranked = [_parent("strong", 0.62), _parent("edge", 0.30), _parent("weak", 0.29)]
-    assert [p.parent_id for p in gate(ranked, 0.30)] == ["strong", "edge"]
-    assert [p.parent_id for p in gate(ranked, 0.9)] == []
-    assert [p.parent_id for p in gate(ranked, None)] == ["strong", "edge", "weak"]
+    assert [p.parent_id for p in at_least(ranked, 0.30)] == ["strong", "edge"]
+    assert [p.parent_id for p in at_least(ranked, 0.9)] == []
+    assert [p.parent_id for p in at_least(ranked, None)] == ["strong", "edge", "weak"]
 
 
 def test_cosine_similarities_of_rows_read_without_a_search() -> None:

@@ -7,7 +7,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from ingest.cards import Card, CardError, load_cards
-from ingest.documents import sections_of, split_sections
+from ingest.sections import sections_of, split_sections
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import ingest_folder
