@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from app.reply import Draft
+from app.terms import medical, mentions, salient_terms, vocabulary
 from app.vectors import Vectors, dot
 from retrievers.matched import MatchedCard
 
@@ -90,8 +91,6 @@ class ExtractiveAnswerer:
 
 def medicines_named(text: str) -> list[str]:
     """The medicine, test or procedure names in a text (salient words of that shape)."""
-    from app.grading import medical, salient_terms
-
     return [t for t in salient_terms(text) if medical(t)]
 
 
@@ -111,8 +110,6 @@ def about_another_medicine(sentence: str, asked: list[str]) -> bool:
     """
     if not asked:
         return False
-    from app.grading import mentions, vocabulary
-
     named = medicines_named(sentence)
     if not named:
         return False

@@ -32,26 +32,17 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from app.extractive import split_sentences
-from app.grading import (
-    CALIBRATION_FILE,
-    FEATURES,
-    Calibration,
-    card_features,
-    question_language,
-    salient_terms,
-    text_language,
-)
+from app.grading import CALIBRATION_FILE, FEATURES, Calibration, card_features
+from app.terms import question_language, salient_terms, text_language
 from app.vectors import Vectors, dot
-from evals.cases import CASES_DIR, GOLDEN, load_golden_cases
+from evals.cases import GOLDEN, load_golden_cases, load_uncovered
 from evals.tune import split
 from ingest import metadata as md
 from retrievers.parent import ScoredParentDocumentRetriever
 
-UNCOVERED = CASES_DIR / "uncovered.jsonl"
 PUBMEDQA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "pubmedqa-pqal"
 PUBMED_SAMPLE = 200
 """PubMedQA questions sampled (seeded) for the uncovered side."""
@@ -63,27 +54,6 @@ THRESHOLD_MARGIN = 0.05
 kernels move a score by a few 1e-4 does not flip that question (issue 16)."""
 L2 = 1.0
 """Ridge penalty of the logistic fit (standardised features)."""
-
-
-class UncoveredCase(BaseModel):
-    """An in-domain question no shipped card answers."""
-
-    query_id: str
-    """Stable id, ``uNNN``."""
-    query: str
-    """The question."""
-    language: str
-    """ISO 639-1 code of the question."""
-    kind: str
-    """``other_medicine``, ``same_class``, ``card_other_question``, ``condition``, ``research``."""
-    closest_card: str
-    """The card a reader would look in first (which does not answer it)."""
-
-
-def load_uncovered(path: Path = UNCOVERED) -> list[UncoveredCase]:
-    """The uncovered cases."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [UncoveredCase.model_validate_json(line) for line in lines if line.strip()]
 
 
 @dataclass
@@ -171,16 +141,19 @@ def featurise(
     return out
 
 
-def stratum(q: Question) -> str:
-    """What the split stratifies by."""
-    return f"{q.source}|{q.language}|{q.kind}"
+def held_out_ids(qs: Sequence[Question]) -> set[str]:
+    """The ids of the held-out part: :func:`evals.tune.split` by source, language and kind."""
+    strata = {q.qid: f"{q.source}|{q.language}|{q.kind}" for q in qs}
+    _, held_out = split([q.qid for q in qs], strata)
+    return set(held_out)
 
 
 def parts(scored: Sequence[Scored]) -> tuple[list[Scored], list[Scored]]:
-    """(tuning, held-out), as :func:`evals.tune.split` splits the question ids."""
-    by_id = {s.question.qid: s for s in scored}
-    tuning, held_out = split(list(by_id), {q: stratum(s.question) for q, s in by_id.items()})
-    return [by_id[q] for q in tuning], [by_id[q] for q in held_out]
+    """(tuning, held-out), as :func:`held_out_ids` splits the questions."""
+    held = held_out_ids([s.question for s in scored])
+    return [s for s in scored if s.question.qid not in held], [
+        s for s in scored if s.question.qid in held
+    ]
 
 
 def training_rows(scored: Sequence[Scored]) -> tuple[np.ndarray, np.ndarray]:
@@ -345,12 +318,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def held_out_ids(qs: Sequence[Question]) -> set[str]:
-    """The ids of the held-out part (the same split :func:`parts` makes)."""
-    _, held_out = split([q.qid for q in qs], {q.qid: stratum(q) for q in qs})
-    return set(held_out)
 
 
 def refusals(qs: Sequence[Question], ask: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 GOLDEN = CASES_DIR / "golden.jsonl"
 REDTEAM = CASES_DIR / "redteam.jsonl"
 REDTEAM_CARDS = CASES_DIR / "redteam_cards"
+UNCOVERED = CASES_DIR / "uncovered.jsonl"
 
 
 class GoldenCase(BaseModel):
@@ -79,6 +80,26 @@ def load_golden_cases(path: Path = GOLDEN) -> list[GoldenCase]:
 def load_redteam_cases(path: Path = REDTEAM) -> list[RedTeamCase]:
     """Red-team cases from a JSONL file."""
     return [RedTeamCase.model_validate(row) for row in _jsonl(path)]
+
+
+class UncoveredCase(BaseModel):
+    """An in-domain question no shipped card answers."""
+
+    query_id: str
+    """Stable id, ``uNNN``."""
+    query: str
+    """The question."""
+    language: str
+    """ISO 639-1 code of the question."""
+    kind: str
+    """``other_medicine``, ``same_class``, ``card_other_question``, ``condition``, ``research``."""
+    closest_card: str
+    """The card a reader would look in first (which does not answer it)."""
+
+
+def load_uncovered(path: Path = UNCOVERED) -> list[UncoveredCase]:
+    """Uncovered cases from a JSONL file."""
+    return [UncoveredCase.model_validate(row) for row in _jsonl(path)]
 
 
 def redteam_failures(exp: Expectation, reply: Reply, restricted_ids: Iterable[str]) -> list[str]:

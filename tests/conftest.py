@@ -65,6 +65,27 @@ class FakeEmbeddings(Embeddings):
         return self._embed(text)
 
 
+class CountingEmbeddings(FakeEmbeddings):
+    """The fake embedding, recording every text it really embeds (to test caches)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents: list[str] = []
+        self.queries: list[str] = []
+        self.texts: list[str] = []
+        """Documents and queries, in the order embedded."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += texts
+        self.texts += texts
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        self.texts.append(text)
+        return super().embed_query(text)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that asks, directly or through a fixture, for a real engine."""
     for item in items:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from langchain_core.documents import Document
 
 from app.grading import (
@@ -11,79 +10,14 @@ from app.grading import (
     Calibration,
     Grade,
     Grader,
-    aspect_coverage,
     card_features,
-    coverage,
-    fold,
     grade_card,
     load_calibration,
-    medical,
-    mentions,
-    missing_terms,
-    question_language,
     refusal_reason,
-    salient_terms,
-    standing,
-    vocabulary,
 )
+from app.terms import missing_terms, salient_terms, vocabulary
 from app.vectors import Vectors
 from tests.conftest import FakeEmbeddings
-
-
-def test_salient_terms_are_the_names_rare_in_every_language() -> None:
-    assert salient_terms("Can I take clopidogrel and aspirin together every day?") == [
-        "clopidogrel"
-    ]
-    assert salient_terms("¿Es segura la apendicectomía laparoscópica en el embarazo?") == [
-        "apendicectomía",
-        "laparoscópica",
-    ]
-    assert salient_terms("How should I store insulin when I travel?") == []  # all common
-    assert salient_terms("What does an HbA1c of 58 mean?") == ["hba1c"]
-
-
-def test_spelling_across_languages_still_matches() -> None:
-    vocab = vocabulary("Levothyroxine and metronidazole; progestogen-only pills.")
-    for term in ("levotiroxina", "metronidazol", "metronidazolo", "progestogen"):
-        assert mentions(term, vocab), term
-    assert not mentions("rosuvastatina", vocabulary("simvastatin and atorvastatin"))
-    assert fold("Ibuprofène") == "ibuprofene"
-
-
-def test_only_medicine_and_procedure_shaped_words_can_veto_a_card() -> None:
-    assert [w for w in ("apixaban", "gliclazide", "colonoscopy", "hba1c") if medical(w)] == [
-        "apixaban",
-        "gliclazide",
-        "colonoscopy",
-        "hba1c",
-    ]
-    # colloquial rare words and conditions a card may address without naming them
-    assert [w for w in ("woozy", "jittery", "puffer", "anaemia") if medical(w)] == []
-
-
-def test_coverage_weighs_rare_words_more() -> None:
-    vocab = vocabulary("Statins lower cholesterol and reduce the risk of heart attacks.")
-    full = coverage("Do statins reduce the risk of heart attacks?", vocab, "en")
-    cancer = coverage("Do statins reduce the risk of cancer in elderly patients?", vocab, "en")
-    assert full == 1.0
-    assert 0.3 < cancer < 0.8
-    terms = salient_terms("Can levothyroxine cause hair loss?")
-    assert aspect_coverage("Can levothyroxine cause hair loss?", terms, vocab, "en") == 0.0
-
-
-def test_question_language_and_standing() -> None:
-    assert [
-        question_language(q)
-        for q in (
-            "Can I drink alcohol with metronidazole?",
-            "Posso beber álcool com metronidazol?",
-            "¿Puedo beber alcohol con metronidazol?",
-            "Posso bere alcol con il metronidazolo?",
-        )
-    ] == ["en", "pt", "es", "it"]
-    assert standing(0.9, [0.9, 0.8, 0.8, 0.7]) == pytest.approx(2**0.5)
-    assert standing(0.9, [0.9]) == 0.0
-
 
 CALIBRATION = Calibration(
     model="fake",
@@ -155,7 +89,7 @@ def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
 
 
 def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None:
-    from app.grading import text_language
+    from app.terms import text_language
 
     card = Document(
         id="card-pt",

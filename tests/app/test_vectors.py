@@ -1,26 +1,11 @@
 from __future__ import annotations
 
 from app.vectors import QUESTIONS_KEPT, Vectors, dot
-from tests.conftest import FakeEmbeddings
-
-
-class Counting(FakeEmbeddings):
-    def __init__(self) -> None:
-        super().__init__()
-        self.documents: list[str] = []
-        self.queries: list[str] = []
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.documents += texts
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries.append(text)
-        return super().embed_query(text)
+from tests.conftest import CountingEmbeddings
 
 
 def test_each_question_and_sentence_is_embedded_once() -> None:
-    model = Counting()
+    model = CountingEmbeddings()
     vectors = Vectors(model)
     first = vectors.sentences(["a b", "c d", "a b"])
     again = vectors.sentences(["c d", "e f"])
@@ -33,7 +18,7 @@ def test_each_question_and_sentence_is_embedded_once() -> None:
 
 
 def test_only_the_most_recent_questions_are_kept() -> None:
-    model = Counting()
+    model = CountingEmbeddings()
     vectors = Vectors(model)
     for i in range(QUESTIONS_KEPT + 1):
         vectors.question(f"q{i}")

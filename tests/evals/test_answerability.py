@@ -14,12 +14,12 @@ from evals.answerability import (
     auroc,
     choose_threshold,
     fit,
-    load_uncovered,
     parts,
     question_score,
     questions,
     training_rows,
 )
+from evals.cases import load_uncovered
 from ingest.cards import load_cards
 from tests.conftest import CARDS_DIR
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ from evals.sweep import CachedScores, chunking_key, sweep
 from ingest.settings import Settings
 from tests.conftest import FakeEmbeddings
 from tests.evals.test_systems import CARDS, QRELS, QUERIES
+from tests.retrievers.test_rerank import ByLength
 
 
 def test_the_chunking_key_is_what_changes_the_index() -> None:
@@ -46,17 +46,8 @@ def test_one_index_per_chunking_and_every_fusion_scored_on_it(
     assert [m["recall@1"] for _, _, m in out] == [1.0, 1.0, 1.0]
 
 
-class Lengths:
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        self.calls.append(list(passages))
-        return [float(len(p)) for p in passages]
-
-
 def test_cached_scores_compute_each_pair_once() -> None:
-    model = Lengths()
+    model = ByLength()
     scores = CachedScores(model)
     assert scores.score("q", ["aa", "b"]) == [2.0, 1.0]
     assert scores.score("q", ["b", "ccc", "aa"]) == [1.0, 3.0, 2.0]

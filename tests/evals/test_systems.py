@@ -10,24 +10,7 @@ import evals.systems as systems
 from evals.metrics import evaluate
 from evals.systems import EVAL_CACHE, cached, describe, run_systems
 from ingest.settings import Settings
-from tests.conftest import FakeEmbeddings
-
-
-class Counting(FakeEmbeddings):
-    """The fake embedding, counting the texts it really embeds."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.texts += texts
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        self.texts.append(text)
-        return super().embed_query(text)
-
+from tests.conftest import CountingEmbeddings, FakeEmbeddings
 
 CARDS = [
     Document(id=f"c{i}", page_content=text, metadata={"parent_id": f"c{i}", "title": title})
@@ -68,7 +51,7 @@ def test_every_system_runs_on_the_same_cards_and_questions(
 def test_each_text_is_embedded_once_per_run_and_once_ever_with_a_cache_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = Counting()
+    model = CountingEmbeddings()
     embeddings: Embeddings = cached(model, "fake")
     embeddings.embed_documents(["a", "b"])
     embeddings.embed_documents(["a", "b", "c"])
@@ -76,7 +59,7 @@ def test_each_text_is_embedded_once_per_run_and_once_ever_with_a_cache_folder(
     embeddings.embed_query("q")
     assert model.texts == ["a", "b", "c", "q"]
     monkeypatch.setenv(EVAL_CACHE, str(tmp_path / "vectors"))
-    first, second = Counting(), Counting()
+    first, second = CountingEmbeddings(), CountingEmbeddings()
     cached(first, "fake").embed_documents(["a", "b"])
     again = cached(second, "fake").embed_documents(["a", "b"])  # another process, same folder
     assert (first.texts, second.texts) == (["a", "b"], [])

@@ -1,0 +1,225 @@
+"""The question's words against a card's words: salience, spelling across languages, coverage.
+
+Pure functions over text, used by grading (``app.grading``) and the extractive answerer.
+A word that is rare in general language in every language we serve (``wordfreq`` Zipf
+frequency below :data:`SALIENT_ZIPF` in English, Portuguese, Spanish and Italian) names a
+medicine, a condition, a test or a procedure. Words are compared in a folded spelling (accents
+off, ph/th/y/k merged) and with ``rapidfuzz`` at :data:`FUZZY_RATIO`, so metronidazol and
+metronidazole, levotiroxina and levothyroxine are the same word.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+LANGUAGES = ("en", "pt", "es", "it")
+"""Languages our users ask in; salience and stop words cover all of them."""
+SALIENT_ZIPF = 3.2
+"""A word whose Zipf frequency is below this in every language is salient (a name or a term)."""
+FUZZY_RATIO = 85
+"""``rapidfuzz`` ratio at which two folded words count as the same word spelled differently."""
+MIN_LENGTH = 4
+"""Shorter words are never salient (abbreviations such as "mg" are too ambiguous)."""
+COMMON_ZIPF = 5.5
+"""Content words at or above this Zipf frequency carry no weight in coverage."""
+
+MEDICAL_SHAPE = re.compile(
+    r"(?:"
+    # WHO INN stems of medicine names (folded spelling: ph->f, th->t, y->i, k->c, z->s)
+    r"statin|prasol|xaban|gatran|pril|sartan|olol|dipin|semid|tiasid|cilin|micin|ciclin"
+    r"|oxacin|conasol|nidasol|vir|mab|tinib|gliptin|glifosin|glitason|clasid|glicid|tidin|afil"
+    r"|lucast|terol|tropium|solon|nisolon|metason|casone|asepam|sepam|solam|clon|pidem|oxetin"
+    r"|pramin|triptilin|profen|fenac|coxib|dronat|parin|grel|purinol|tiasin|setron|tadin"
+    r"|fenadin|ramin|losin|sosin|triptan|barbital|caine|codon|morfin|isin|amin|trexat|gabalin"
+    r"|clamid|proxen|oxin|formin|tamol|farin|asin|ocin|stogen|strogen|adol|pentin|biotic"
+    # procedures and tests (Greek and Latin affixes the four languages share)
+    r"|ectomi|otomi|ostomi|scopi|scopic|grafi|plasti"
+    r")[aeo]?s?$"
+)
+"""Word endings of medicine names (INN stems) and of procedures and tests, in folded spelling,
+with Romance endings (-a, -o, -e, plurals). Conditions (-itis, -aemia) are left out on purpose:
+a card about iron tablets answers questions about anaemia without naming it."""
+RARE_ZIPF = 2.2
+"""Below this Zipf frequency in every language a word is a name (most medicines are)."""
+
+_WORD = re.compile(r"[^\W_][\w'-]*[^\W_]|[^\W_]", re.UNICODE)
+_SPELLING = (("ph", "f"), ("th", "t"), ("y", "i"), ("k", "c"), ("qu", "c"), ("z", "s"))
+
+
+def words(text: str) -> list[str]:
+    """The words of a text, lower-cased (letters and digits, inner hyphens and apostrophes).
+
+    Example:
+        >>> words("Can I take HbA1c-lowering tablets? L'insulina!")
+        ['can', 'i', 'take', 'hba1c-lowering', 'tablets', "l'insulina"]
+    """
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def fold(word: str) -> str:
+    """A spelling-neutral form of a word: accents off, a few cross-language spellings merged.
+
+    Example:
+        >>> fold("Levotiroxina"), fold("levothyroxine"), fold("Metronidazolo")
+        ('levotiroxina', 'levotiroxine', 'metronidasolo')
+    """
+    plain = unicodedata.normalize("NFKD", word.lower())
+    plain = "".join(c for c in plain if not unicodedata.combining(c))
+    for old, new in _SPELLING:
+        plain = plain.replace(old, new)
+    return re.sub(r"(.)\1+", r"\1", plain)
+
+
+@functools.cache
+def zipf(word: str, language: str) -> float:
+    """The word's Zipf frequency in a language (0 for a word never seen)."""
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, language))
+
+
+def salience(word: str) -> float:
+    """How common the word is in the most common of our languages (lower is rarer)."""
+    return max(zipf(word, lang) for lang in LANGUAGES)
+
+
+@functools.cache
+def stop_words() -> frozenset[str]:
+    """Stop words of every language we serve (bm25s' lists)."""
+    from bm25s import stopwords as sw
+
+    lists = (sw.STOPWORDS_EN, sw.STOPWORDS_PORTUGUESE, sw.STOPWORDS_SPANISH, sw.STOPWORDS_ITALIAN)
+    return frozenset(w for lst in lists for w in lst)
+
+
+def _stem(word: str) -> str:
+    """The word without a leading elision (l', dell') and a possessive ('s)."""
+    if "'" in word:
+        head, _, tail = word.partition("'")
+        word = tail if len(head) <= 4 and tail else head
+    return word
+
+
+def medical(term: str) -> bool:
+    """Whether a word is shaped like a medicine, test, procedure or condition name.
+
+    Example:
+        >>> [medical(w) for w in ("rosuvastatina", "appendectomy", "hba1c", "woozy", "anaemia")]
+        [True, True, True, False, False]
+    """
+    if any(c.isdigit() for c in term) or salience(term) < RARE_ZIPF:
+        return True
+    return MEDICAL_SHAPE.search(fold(term)) is not None
+
+
+def salient_terms(question: str, max_zipf: float = SALIENT_ZIPF) -> list[str]:
+    """The question's rare words: names of medicines, conditions, tests and procedures.
+
+    Example:
+        >>> salient_terms("Can I take clopidogrel with aspirin every day?")
+        ['clopidogrel']
+    """
+    found: list[str] = []
+    for raw in words(question):
+        word = _stem(raw)
+        parts = [p for p in word.split("-") if p] or [word]
+        for part in parts:
+            if len(part) < MIN_LENGTH or part in stop_words() or part.isdigit():
+                continue
+            if salience(part) < max_zipf and part not in found:
+                found.append(part)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def vocabulary(text: str) -> frozenset[str]:
+    """The folded words of a card (its title and text), for :func:`mentions`."""
+    found: set[str] = set()
+    for raw in words(text):
+        word = _stem(raw)
+        found.update(fold(part) for part in {word, *word.split("-")} if len(part) >= 3)
+    return frozenset(found)
+
+
+def mentions(term: str, vocab: frozenset[str]) -> bool:
+    """Whether a card vocabulary holds the term, spelled the same or nearly the same.
+
+    Example:
+        >>> mentions("metronidazol", vocabulary("Metronidazole, an antibiotic"))
+        True
+        >>> mentions("clopidogrel", vocabulary("chlorphenamine and promethazine"))
+        False
+    """
+    folded = fold(term)
+    if folded in vocab:
+        return True
+    from rapidfuzz import fuzz, process
+
+    match = process.extractOne(folded, vocab, scorer=fuzz.ratio, score_cutoff=FUZZY_RATIO)
+    return match is not None
+
+
+def question_language(question: str) -> str:
+    """The most likely of our languages for a question (the one its words are most common in).
+
+    Example:
+        >>> question_language("Posso tomar o comprimido com café da manhã?")
+        'pt'
+    """
+    tokens = words(question)
+    return max(LANGUAGES, key=lambda lang: sum(zipf(w, lang) for w in tokens))
+
+
+@functools.lru_cache(maxsize=4096)
+def text_language(text: str) -> str:
+    """The language of a card's text, as :func:`question_language` decides (cached per text)."""
+    return question_language(text)
+
+
+def coverage(question: str, vocab: frozenset[str], language: str) -> float:
+    """Share of the question's content words the card uses, each weighted by its rarity.
+
+    Weight of a word: ``COMMON_ZIPF - zipf`` in ``language`` (0 for very common words), so a
+    card that leaves "cancer" out loses more than one that leaves "day" out. 1.0 for a
+    question without content words.
+
+    Example:
+        >>> round(coverage("insulin fridge", vocabulary("Keep insulin cold."), "en"), 2)
+        0.51
+    """
+    total = covered = 0.0
+    for raw in words(question):
+        word = _stem(raw)
+        if len(word) < 3 or word in stop_words():
+            continue
+        weight = max(0.0, COMMON_ZIPF - zipf(word, language))
+        total += weight
+        covered += weight if mentions(word, vocab) else 0.0
+    return covered / total if total else 1.0
+
+
+def missing_terms(terms: Iterable[str], vocab: frozenset[str]) -> tuple[str, ...]:
+    """The terms a vocabulary does not mention, in order."""
+    return tuple(t for t in terms if not mentions(t, vocab))
+
+
+def aspect_coverage(
+    question: str, terms: Sequence[str], vocab: frozenset[str], language: str
+) -> float:
+    """:func:`coverage` of the question's words other than its salient terms.
+
+    What the question asks about the medicine it names ("hair loss", "breastfeeding"), which
+    a card about that medicine may well not cover. 1.0 when there is no such word.
+    """
+    total = covered = 0.0
+    for raw in words(question):
+        word = _stem(raw)
+        if len(word) < 3 or word in stop_words() or word in terms:
+            continue
+        weight = max(0.0, COMMON_ZIPF - zipf(word, language))
+        total += weight
+        covered += weight if mentions(word, vocab) else 0.0
+    return covered / total if total else 1.0

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from app.terms import (
+    aspect_coverage,
+    coverage,
+    fold,
+    medical,
+    mentions,
+    question_language,
+    salient_terms,
+    vocabulary,
+)
+
+
+def test_salient_terms_are_the_names_rare_in_every_language() -> None:
+    assert salient_terms("Can I take clopidogrel and aspirin together every day?") == [
+        "clopidogrel"
+    ]
+    assert salient_terms("¿Es segura la apendicectomía laparoscópica en el embarazo?") == [
+        "apendicectomía",
+        "laparoscópica",
+    ]
+    assert salient_terms("How should I store insulin when I travel?") == []  # all common
+    assert salient_terms("What does an HbA1c of 58 mean?") == ["hba1c"]
+
+
+def test_spelling_across_languages_still_matches() -> None:
+    vocab = vocabulary("Levothyroxine and metronidazole; progestogen-only pills.")
+    for term in ("levotiroxina", "metronidazol", "metronidazolo", "progestogen"):
+        assert mentions(term, vocab), term
+    assert not mentions("rosuvastatina", vocabulary("simvastatin and atorvastatin"))
+    assert fold("Ibuprofène") == "ibuprofene"
+
+
+def test_only_medicine_and_procedure_shaped_words_can_veto_a_card() -> None:
+    assert [w for w in ("apixaban", "gliclazide", "colonoscopy", "hba1c") if medical(w)] == [
+        "apixaban",
+        "gliclazide",
+        "colonoscopy",
+        "hba1c",
+    ]
+    # colloquial rare words and conditions a card may address without naming them
+    assert [w for w in ("woozy", "jittery", "puffer", "anaemia") if medical(w)] == []
+
+
+def test_coverage_weighs_rare_words_more() -> None:
+    vocab = vocabulary("Statins lower cholesterol and reduce the risk of heart attacks.")
+    full = coverage("Do statins reduce the risk of heart attacks?", vocab, "en")
+    cancer = coverage("Do statins reduce the risk of cancer in elderly patients?", vocab, "en")
+    assert full == 1.0
+    assert 0.3 < cancer < 0.8
+    terms = salient_terms("Can levothyroxine cause hair loss?")
+    assert aspect_coverage("Can levothyroxine cause hair loss?", terms, vocab, "en") == 0.0
+
+
+def test_question_language() -> None:
+    assert [
+        question_language(q)
+        for q in (
+            "Can I drink alcohol with metronidazole?",
+            "Posso beber álcool com metronidazol?",
+            "¿Puedo beber alcohol con metronidazol?",
+            "Posso bere alcol con il metronidazolo?",
+        )
+    ] == ["en", "pt", "es", "it"]
