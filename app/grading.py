@@ -193,15 +193,17 @@ class Grader:
         grades = []
         for doc in docs:
             card = MatchedCard.from_document(doc)
+            text = f"{card.title}\n{card.text}"
             sentence = 0.0
-            if needs_dense:
+            # a card the veto rejects fails whatever it scores: its sentences are not embedded
+            if needs_dense and not any(medical(t) for t in missing_terms(terms, vocabulary(text))):
                 parts = split_sentences(card.text)
                 sentence = max((dot(qv, v) for v in self.vectors.sentences(parts)), default=0.0)
             features, missing = card_features(
                 question,
                 terms,
                 language,
-                f"{card.title}\n{card.text}",
+                text,
                 str(doc.metadata.get(md.LANGUAGE) or text_language(card.text)),
                 card.score,
                 sentence,

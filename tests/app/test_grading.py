@@ -105,3 +105,17 @@ def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None
     assert missing == ()
     assert features["same_language"] == 1.0
     assert features["coverage"] > 0.5  # same-language words are compared
+
+
+def test_a_vetoed_card_costs_no_sentence_embedding() -> None:
+    from tests.conftest import CountingEmbeddings
+
+    model = CountingEmbeddings()
+    docs = [
+        Document(id="card-w", page_content="Warfarin and vitamin K. Eat greens.", metadata={}),
+        Document(id="card-s", page_content="Statins at night. Avoid grapefruit.", metadata={}),
+    ]
+    grader = Grader(Vectors(model), CALIBRATION)
+    grades = grader("Can warfarin be taken with spinach?", docs)
+    assert [g.missing for g in grades] == [(), ("warfarin",)]
+    assert model.documents == ["Warfarin and vitamin K.", "Eat greens."]  # the statin card: none
