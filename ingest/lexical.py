@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,17 +164,33 @@ class BM25Index:
         return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages)
 
     @classmethod
+    def from_rows(
+        cls, rows: Iterable[tuple[str, str, dict[str, Any]]], languages: Sequence[str] = ("en",)
+    ) -> BM25Index:
+        """Index ``(child id, text, metadata)`` rows, in order (card rows are left out).
+
+        Ingest passes the rows it has just written, so it never reads them back.
+        """
+        kept = [(i, text, meta or {}) for i, text, meta in rows]
+        kept = [row for row in kept if row[2].get(md.CHUNK_INDEX) != md.CARD_ROW]
+        return cls.build(
+            [i for i, _, _ in kept],
+            [str(meta.get(md.PARENT_ID, "")) for _, _, meta in kept],
+            [text for _, text, _ in kept],
+            [meta.get(md.SENSITIVITY) == "restricted" for _, _, meta in kept],
+            languages,
+        )
+
+    @classmethod
     def from_collections(
         cls, collections: Sequence[Any], languages: Sequence[str] = ("en",)
     ) -> BM25Index:
-        """Rebuild from the child rows of Chroma collections (card rows are left out).
+        """Rebuild from the child rows of Chroma collections (after a write to an open index).
 
         Rows are read a page at a time, unfiltered: one filtered ``get`` of a whole large
         collection fails inside Chroma ("too many SQL variables", seen at 10,000 cards).
         """
-        ids: list[str] = []
-        texts: list[str] = []
-        metas: list[dict[str, Any]] = []
+        rows: list[tuple[str, str, dict[str, Any]]] = []
         for collection in collections:
             read = 0
             while True:
@@ -182,15 +198,7 @@ class BM25Index:
                     include=["documents", "metadatas"], limit=READ_PAGE, offset=read
                 )
                 read += len(page["ids"])
-                for i, text, meta in zip(
-                    page["ids"], page["documents"], page["metadatas"], strict=True
-                ):
-                    if (meta or {}).get(md.CHUNK_INDEX) != md.CARD_ROW:
-                        ids.append(i)
-                        texts.append(text)
-                        metas.append(meta or {})
+                rows += zip(page["ids"], page["documents"], page["metadatas"], strict=True)
                 if len(page["ids"]) < READ_PAGE:
                     break
-        parents = [str(m.get("parent_id", "")) for m in metas]
-        restricted = [m.get("sensitivity") == "restricted" for m in metas]
-        return cls.build(ids, parents, texts, restricted, languages)
+        return cls.from_rows(rows, languages)

@@ -152,12 +152,13 @@ def build_remote(
     try:
         stores = generation_collections(client, namespace, generation, embeddings)
         docstore = parents_of(settings, generation)
-        ids = upsert_documents(
+        written = upsert_documents(
             stores, docstore, splitter, [c.to_document() for c in cards], progress=True
         )
-        bm25 = BM25Index.from_collections(stores.with_children(), settings.bm25_languages)
+        rows = ((str(d.id), d.page_content, d.metadata) for d in written)
+        bm25 = BM25Index.from_rows(rows, settings.bm25_languages)
         extra = {"embedding_model": settings.embedding_model, "chroma_url": url}
-        manifest = make_manifest(splitter, len(cards), len(ids), extra)
+        manifest = make_manifest(splitter, len(cards), len(written), extra)
     except BaseException:
         logger.warning("ingest failed; removing the partial generation %s", generation)
         _drop(client, settings, generation)

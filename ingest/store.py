@@ -272,7 +272,7 @@ def upsert_documents(
     parents: Sequence[Document],
     *,
     progress: bool = False,
-) -> list[str]:
+) -> list[Document]:
     """The one write path: children into Chroma, parents into the docstore.
 
     Children get deterministic ids ``{card_id}::{NN}``; rows a card no longer has (it shrank,
@@ -288,7 +288,9 @@ def upsert_documents(
         progress: Show a progress bar over write batches.
 
     Returns:
-        The ids of the children written.
+        The rows written (each child as a ``Document`` whose ``id`` is its row id), grouped by
+        collection in :meth:`Collections.all` order and in split order within each: the order
+        the collections give them back.
     """
     for doc in parents:
         if not doc.id:
@@ -321,7 +323,12 @@ def upsert_documents(
     logger.info(
         "wrote %d children of %d parents (%d stale removed)", len(ids), len(parents), removed
     )
-    return ids
+    return [
+        Document(id=ids[i], page_content=children[i].page_content, metadata=children[i].metadata)
+        for store in stores.all()
+        for i in range(len(children))
+        if routed[i] is store
+    ]
 
 
 def existing_child_ids(vectorstore: Chroma, parent_ids: Sequence[str]) -> list[str]:
@@ -481,12 +488,14 @@ def build_index(
     try:
         stores = open_collections(chroma_client(path / "chroma"), embeddings)
         docstore = parent_store(parents, path.name, path / "parents")
-        ids = upsert_documents(
+        written = upsert_documents(
             stores, docstore, splitter, [c.to_document() for c in cards], progress=progress
         )
-        bm25 = BM25Index.from_collections(stores.with_children(), languages)
+        bm25 = BM25Index.from_rows(
+            ((str(d.id), d.page_content, d.metadata) for d in written), languages
+        )
         bm25.save(path / "bm25")
-        manifest = make_manifest(splitter, len(cards), len(ids), extra_manifest)
+        manifest = make_manifest(splitter, len(cards), len(written), extra_manifest)
         (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     except BaseException:
         logger.warning("ingest failed; removing the partial index %s", path.name)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ from langchain_core.embeddings import Embeddings
 
 from ingest import metadata as md
 from ingest.cards import Card, CardError
+from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
 from ingest.store import (
@@ -252,3 +254,43 @@ def test_an_old_format_parent_record_is_read_with_defaults_and_left_as_written(
         "source": "",
     }
     assert (tmp_path / "card-old").read_bytes() == raw  # read, never rewritten
+
+
+def test_bm25_from_the_rows_written_is_the_index_a_read_back_builds(tmp_path: Path) -> None:
+    cards = [
+        Card(
+            id=f"card-{name}",
+            title=name.title(),
+            license="CC0-1.0",
+            topics=["t"],
+            accessed_at=dt.date(2026, 1, 1),
+            sensitivity=sensitivity,
+            body=body,
+        )
+        for name, sensitivity, body in [
+            ("alpha", "public", "Insulin pens stay cool.\n\nNever freeze insulin."),
+            ("staff", "restricted", "Escalation code for staff.\n\nInsulin errors too."),
+            ("beta", "public", "Iron tablets with orange juice.\n\nTea blocks iron."),
+        ]
+    ]
+    index = build_index(
+        cards,
+        tmp_path,
+        FakeEmbeddings(),
+        CardSplitter(chunk_size=30, chunk_overlap=0, card_row=True),
+        progress=False,
+    )
+    assert index.bm25 is not None
+    read_back = BM25Index.from_collections(index.collections.with_children())
+    assert index.bm25.child_ids == read_back.child_ids
+    assert (index.bm25.parent_ids, index.bm25.restricted) == (
+        read_back.parent_ids,
+        read_back.restricted,
+    )
+    assert "card-staff::00" in index.bm25.child_ids  # restricted rows indexed, flagged
+    for question in ("insulin", "iron tea", "escalation code"):
+        assert index.bm25.search(question, 5) == read_back.search(question, 5)
+    assert [c for c, _, _ in index.bm25.search("insulin", 5)] == [
+        "card-alpha::01",
+        "card-alpha::00",
+    ]
