@@ -13,16 +13,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tomllib
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from app.context import Context
 from app.graph import QuestionError, answer, check_question, retrieved_card
 from app.reply import Reply, RetrievedCard
 from ingest import __main__ as ingest_main
-from ingest.embeddings import load_embeddings
-from ingest.settings import Settings
-from ingest.store import ModelMismatchError, StoreMissingError, open_current
+from ingest.embeddings import UnknownModelError, load_embeddings
+from ingest.settings import Settings, settings_problem
+from ingest.store import ModelMismatchError, StoreMissingError, current_generation, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
@@ -37,6 +40,7 @@ def plugin_commands() -> dict[str, EntryPoint]:
 
 def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
     """The retriever over the current index, configured from settings."""
+    current_generation(settings)  # a missing store is reported before the model loads
     embeddings = load_embeddings(settings.embedding_model, settings.threads)
     index = open_current(settings, embeddings)
     return ScoredParentDocumentRetriever.from_index(index, settings)
@@ -44,6 +48,7 @@ def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
 
 def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:
     """Print the top parent cards with scores and the matched child of each."""
+    question = check_question(question)
     docs = build_retriever(settings).invoke(question, k=k)
     print(f"Q: {question}")
     if not docs:
@@ -104,6 +109,22 @@ def cmd_ask(settings: Settings, question: str, k: int | None, *, as_json: bool) 
     return 0
 
 
+MAX_K = 20
+"""The most cards a question may ask for (as the web API)."""
+
+
+def cards_wanted(text: str) -> int:
+    """``--k``: a whole number from 1 to :data:`MAX_K` (argparse reports anything else)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_K:
+        msg = f"must be a whole number from 1 to {MAX_K}, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``cardrag`` command."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -113,13 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     p_ask = sub.add_parser("ask", help="answer a question with citations")
     p_ask.add_argument("question")
     p_ask.add_argument("--json", action="store_true", help="print the structured reply as JSON")
-    p_ask.add_argument("--k", type=int, default=None, help="cards to retrieve")
+    p_ask.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
     p_ingest = sub.add_parser("ingest", help="build the store from a folder of cards")
     p_ingest.add_argument("--cards", type=Path, default=None, help="folder of cards")
     p_ingest.add_argument("--clean", action="store_true", help="delete every previous index")
     p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
     p_ret.add_argument("question")
-    p_ret.add_argument("--k", type=int, default=None, help="cards to retrieve")
+    p_ret.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
     plugins = plugin_commands()
     for name, ep in sorted(plugins.items()):  # each parses its own options (`cardrag NAME -h`)
@@ -133,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         return command
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    settings = Settings()
+    try:
+        settings = Settings()
+    except (ValidationError, tomllib.TOMLDecodeError) as exc:
+        print(f"cardrag: {settings_problem(exc)}", file=sys.stderr)
+        return 2
     try:
         if args.command == "ingest":
             return ingest_main.run(settings, args.cards, clean=args.clean)
@@ -151,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             if code:
                 return code
         return cmd_ask(settings, DEMO_QUESTION, None, as_json=False)
-    except (StoreMissingError, ModelMismatchError, QuestionError) as exc:
+    except (StoreMissingError, ModelMismatchError, QuestionError, UnknownModelError) as exc:
         print(f"cardrag: {exc}", file=sys.stderr)
         return 2
 

@@ -19,7 +19,7 @@ from app.grading import Grader, load_calibration
 from app.vectors import Vectors
 from ingest.embeddings import load_embeddings
 from ingest.settings import Settings, default
-from ingest.store import Index, open_current
+from ingest.store import Index, current_generation, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
 
@@ -57,6 +57,7 @@ class Context:
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
         """Open the current index and build the offline defaults from ``settings``."""
+        current_generation(settings)  # a missing store is reported before the model loads
         embeddings = load_embeddings(settings.embedding_model, settings.threads)
         index = open_current(settings, embeddings)
         return cls.from_index(index, settings, embeddings, **overrides)

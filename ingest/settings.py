@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -36,6 +36,11 @@ MODEL_MIN_SIMILARITY: dict[str, float] = {
 between the best score of the highest off-topic question and of the golden questions (models
 score on different scales: e5 puts unrelated text near 0.75, so its gap is narrow, 0.808 to
 0.838). Other models fall back to 0.3."""
+
+
+def settings_file() -> Path:
+    """The tuned settings file in force (``CARDRAG_SETTINGS_FILE``, else ``cardrag.toml``)."""
+    return Path(os.environ.get("CARDRAG_SETTINGS_FILE") or SETTINGS_FILE)
 
 
 class Settings(BaseSettings):
@@ -159,8 +164,11 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Arguments, then ``CARDRAG_*`` variables, then the tuned settings file, then defaults."""
-        path = Path(os.environ.get("CARDRAG_SETTINGS_FILE") or SETTINGS_FILE)
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, path))
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, settings_file()),
+        )
 
     @property
     def effective_min_similarity(self) -> float:
@@ -207,3 +215,24 @@ def default(name: str) -> Any:
     """
     field = Settings.model_fields[name]
     return field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+
+
+def settings_problem(exc: Exception) -> str:
+    """One line naming each bad ``CARDRAG_*`` setting (or the settings file) and why.
+
+    Example:
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     Settings(k=0)
+        ... except ValidationError as exc:
+        ...     print(settings_problem(exc))
+        CARDRAG_K: Input should be greater than or equal to 1
+    """
+    if isinstance(exc, ValidationError):
+        parts = []
+        for error in exc.errors():
+            where = ".".join(str(x) for x in error["loc"])
+            name = f"CARDRAG_{where.upper()}" if where else "settings"
+            parts.append(f"{name}: {error['msg']}")
+        return "; ".join(parts)
+    return f"settings file {settings_file()}: {exc}"

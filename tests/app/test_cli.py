@@ -23,7 +23,6 @@ def test_over_long_question_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
-@pytest.mark.real
 def test_missing_store_exits_2_without_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,3 +105,65 @@ def test_the_product_never_imports_its_evaluation_package() -> None:
                 )
                 offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "evals"]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        ("CARDRAG_K", "0", "cardrag: CARDRAG_K: Input should be greater than or equal to 1\n"),
+        (
+            "CARDRAG_THREADS",
+            "0",
+            "cardrag: CARDRAG_THREADS: Input should be greater than or equal to 1\n",
+        ),
+    ],
+)
+def test_a_bad_setting_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+    line: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    assert main(["ask", "How do I store insulin?"]) == 2
+    assert capsys.readouterr().err == line
+
+
+def test_a_malformed_settings_file_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "cardrag.toml"
+    bad.write_text("k = [\n", encoding="utf-8")
+    monkeypatch.setenv("CARDRAG_SETTINGS_FILE", str(bad))
+    assert main(["ask", "How do I store insulin?"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cardrag: settings file {bad}: ")
+    assert err.count("\n") == 1
+
+
+def test_an_unknown_model_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", "nope")
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path))
+    (tmp_path / "current").mkdir()  # a store is there: the model is what fails
+    assert main(["retrieve", "How do I store insulin?"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cardrag: CARDRAG_EMBEDDING_MODEL='nope' is neither a model folder")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("k", ["0", "-1", "21", "two"])
+def test_k_outside_1_to_20_is_refused(k: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["retrieve", "insulin", "--k", k])
+    assert exit_.value.code == 2
+    assert f"must be a whole number from 1 to 20, got '{k}'" in capsys.readouterr().err
+
+
+def test_a_lone_surrogate_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", "insulin \ud800"]) == 2
+    assert capsys.readouterr().err == (
+        "cardrag: the question is not valid text (character 9 cannot be encoded)\n"
+    )

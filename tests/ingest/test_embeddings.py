@@ -4,11 +4,11 @@ import math
 
 import pytest
 
-from ingest.embeddings import load_embeddings, resolve_model_path
+from ingest.embeddings import UnknownModelError, load_embeddings, resolve_model_path
 
 
 def test_unknown_model_is_refused_not_downloaded() -> None:
-    with pytest.raises(ValueError, match="neither a model folder nor a known package"):
+    with pytest.raises(UnknownModelError, match="neither a model folder nor a known model"):
         resolve_model_path("sentence-transformers/all-mpnet-base-v2")
 
 
