@@ -18,6 +18,7 @@ and the first request after ``cardrag ingest`` finds the new index and answers.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -30,9 +31,10 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 try:  # the Redis parent store is optional (the ``distributed`` extra)
     from redis.exceptions import ConnectionError as RedisConnectionError
@@ -46,7 +48,7 @@ from app.context import Context
 from app.graph import answer, check_question
 from app.reply import Reply
 from ingest import metadata as md
-from ingest.cards import CARD_ID
+from ingest.cards import valid_card_id
 from ingest.embeddings import load_embeddings
 from ingest.remote import StoreUnavailableError
 from ingest.settings import Settings
@@ -56,12 +58,25 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
 """The page: plain HTML, CSS and JavaScript, no build step."""
+MAX_BODY_BYTES = 32 * 1024
+"""Largest request body accepted (a 2,000-character question is at most ~12 KB of JSON)."""
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+}
+"""Sent with every response: the page loads only its own files and is never framed."""
 NOT_FOUND = "card not found"
 """The same answer for an unknown card and a restricted one, so neither is revealed."""
 
 
 class Question(BaseModel):
-    """The body of ``POST /ask``."""
+    """The body of ``POST /ask``; any other field is refused (422), not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
 
     question: str = Field(description="The question, 1 to 2,000 characters after trimming.")
     k: int | None = Field(default=None, ge=1, le=20, description="Cards to retrieve.")
@@ -104,6 +119,72 @@ class Health(BaseModel):
     """Rows in the children collection (chunks, plus whole-card rows where enabled)."""
     detail: str | None = None
     """Why nothing is loaded, when nothing is."""
+
+
+class Guard:
+    """ASGI middleware: a request-body limit (413 with the reason) and the security headers."""
+
+    def __init__(self, app: Any, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Refuse an over-long body before the app reads it; add headers to every response."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if k.decode() not in SECURITY_HEADERS
+                ]
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            await self.too_large(send_with_headers)
+            return
+        # read the body here (it is small), so a stream without Content-Length is counted too
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > self.max_body:
+                await self.too_large(send_with_headers)
+                return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            message: dict[str, Any] = await receive()
+            return message
+
+        await self.app(scope, replay, send_with_headers)
+
+    async def too_large(self, send: Any) -> None:
+        """The 413 reply."""
+        detail = f"the request body is larger than {self.max_body} bytes"
+        body = json.dumps({"detail": detail}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 @dataclass
@@ -163,6 +244,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="cardrag", summary="Answers from cards, with citations.", lifespan=lifespan)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 with where and why, never the input itself (it may be huge, or not text)."""
+        detail = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": detail}, status_code=422)
+
     @app.exception_handler(StoreUnavailableError)
     @app.exception_handler(httpx.TransportError)
     @app.exception_handler(RedisConnectionError)
@@ -212,7 +302,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/cards/{card_id}", response_model=CardView)
     def card(card_id: str) -> CardView:
         service = service_of()
-        if not CARD_ID.match(card_id):
+        if not valid_card_id(card_id):  # also keeps over-long names away from the file store
             raise HTTPException(status_code=404, detail=NOT_FOUND)
         try:
             served = service.current()
@@ -236,6 +326,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(STATIC / "index.html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(Guard)
     return app
 
 

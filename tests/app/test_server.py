@@ -185,3 +185,50 @@ def test_concurrent_requests_and_a_reingest_while_serving_never_fail(
     assert after != before
     assert len(statuses) >= 8
     assert set(statuses) == {200}
+
+
+def test_a_lone_surrogate_or_an_unknown_field_is_a_422_with_the_reason(client: TestClient) -> None:
+    response = client.post(
+        "/ask",
+        content=b'{"question": "insulin \\ud800 fridge"}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["msg"] == (
+        "Value error, the question is not valid text (character 9 cannot be encoded)"
+    )
+    extra = client.post("/ask", json={"question": NARROW, "allow_restricted": True})
+    assert extra.status_code == 422
+    assert extra.json()["detail"][0]["msg"] == "Extra inputs are not permitted"
+
+
+def test_an_over_long_body_is_refused_before_it_is_read(client: TestClient) -> None:
+    big = {"question": NARROW, "pad": "x" * 40_000}
+    declared = client.post("/ask", json=big)
+    assert (declared.status_code, declared.json()) == (
+        413,
+        {"detail": "the request body is larger than 32768 bytes"},
+    )
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it streams in
+        yield b'{"question": "'
+        for _ in range(40):
+            yield b"x" * 1000
+        yield b'"}'
+
+    streamed = client.post("/ask", content=chunks(), headers={"content-type": "application/json"})
+    assert streamed.status_code == 413
+
+
+@pytest.mark.parametrize("card_id", ["card-insulin-storage%0A", "card-" + "a" * 300])
+def test_odd_card_ids_are_a_plain_404(client: TestClient, card_id: str) -> None:
+    response = client.get(f"/cards/{card_id}")
+    assert (response.status_code, response.json()) == (404, {"detail": "card not found"})
+
+
+@pytest.mark.parametrize("path", ["/", "/healthz", "/cards/card-nope"])
+def test_every_response_carries_the_security_headers(client: TestClient, path: str) -> None:
+    headers = client.get(path).headers
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["content-security-policy"].startswith("default-src 'self'")
