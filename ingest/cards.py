@@ -40,7 +40,23 @@ Sensitivity = Literal["public", "internal", "restricted"]
 SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)
 Kind = Literal["card", "document"]
 KINDS: tuple[str, ...] = get_args(Kind)
-CARD_ID = re.compile(r"^card-[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_ID_CHARS = 120
+"""Longest card id (ids become file names in the parent store)."""
+CARD_ID = re.compile(r"\Acard-[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+"""A card id: ``card-`` and a lower-case slug (anchored with ``\\Z``: ``$`` would let an id
+end in a newline)."""
+
+
+def valid_card_id(value: object) -> bool:
+    r"""Whether a value is a card id (the pattern, at most :data:`MAX_ID_CHARS` characters).
+
+    Example:
+        >>> [valid_card_id(v) for v in ("card-iron", "card-iron\n", "card-" + "a" * 200, 3)]
+        [True, False, False, False]
+    """
+    return isinstance(value, str) and len(value) <= MAX_ID_CHARS and bool(CARD_ID.match(value))
+
+
 REQUIRED_FIELDS = ("id", "title", "license", "topics", "accessed_at", "sensitivity")
 
 
@@ -139,14 +155,17 @@ def parse_card(text: str, path: Path | str) -> Card:
         front = yaml.load(match.group(1), Loader=_FrontMatterLoader)
     except yaml.YAMLError as exc:
         raise CardError(path, "front matter", f"malformed YAML: {exc}") from exc
+    except RecursionError as exc:  # "[[[[..." thousands deep
+        raise CardError(path, "front matter", "nested too deeply to be a card's fields") from exc
     if not isinstance(front, dict):
         raise CardError(path, "front matter", "must be a mapping of field: value")
     for name in REQUIRED_FIELDS:
         if front.get(name) in (None, ""):
             raise CardError(path, name, "missing")
     card_id = front["id"]
-    if not isinstance(card_id, str) or not CARD_ID.match(card_id):
-        raise CardError(path, "id", f"{card_id!r} is not of the form card-<lowercase-slug>")
+    if not valid_card_id(card_id):
+        problem = f"{card_id!r} is not of the form card-<lowercase-slug>"
+        raise CardError(path, "id", f"{problem} of at most {MAX_ID_CHARS} characters")
     for name in ("title", "license"):
         if not isinstance(front[name], str):
             raise CardError(path, name, f"must be text, got {front[name]!r}")

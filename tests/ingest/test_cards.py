@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.cards import Card, CardError, load_cards, parse_card
+from ingest.cards import Card, CardError, load_card, load_cards, parse_card
 
 GOOD = """---
 id: card-example
@@ -100,3 +100,24 @@ def test_shipped_corpus_shape(shipped_cards: list[Card]) -> None:
     assert all(3 <= len(c.body.split("\n\n")) <= 6 for c in shipped_cards)
     assert sum(c.sensitivity == "restricted" for c in shipped_cards) >= 2
     assert all(c.id == "card-" + Path(c.source).stem for c in shipped_cards)
+
+
+def test_front_matter_nested_thousands_deep_names_the_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "deep.md"
+    path.write_text("---\nid: " + "[" * 5000 + "]" * 5000 + "\n---\nBody.\n", encoding="utf-8")
+    with pytest.raises(CardError) as caught:
+        load_card(path)
+    assert str(caught.value) == (
+        f"{path}: field 'front matter': nested too deeply to be a card's fields"
+    )
+
+
+def test_an_id_ending_in_a_newline_or_too_long_is_refused(tmp_path: Path) -> None:
+    for name, card_id in [("nl", '"card-x\\n"'), ("long", "card-" + "a" * 200)]:
+        path = tmp_path / f"{name}.md"
+        front = f"id: {card_id}\ntitle: T\nlicense: CC0\ntopics: [a]\naccessed_at: 2026-01-01"
+        path.write_text(f"---\n{front}\nsensitivity: public\n---\nBody.\n", encoding="utf-8")
+        with pytest.raises(
+            CardError, match="is not of the form card-<lowercase-slug> of at most 120"
+        ):
+            load_card(path)
