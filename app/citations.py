@@ -10,6 +10,25 @@ CITATION = re.compile(r"\[cite:\s*([^\]]*?)\s*\]")
 """A citation marker; the id is whatever sits inside, so bad ids are caught, not ignored."""
 
 
+def neutralise(card_text: str) -> str:
+    """Card text with every ``[cite:...]`` marker removed, for quoting it or prompting with it.
+
+    A marker means "the sentence before me is in this card" only when the answerer writes it;
+    inside a card's own text it is text, and copying it into an answer would attribute the
+    sentence to a card that may not contain it.
+
+    Example:
+        >>> neutralise("Keep tea away from iron [cite:card-iron-tablets]. Drink water.")
+        'Keep tea away from iron. Drink water.'
+    """
+    return tidy(CITATION.sub("", card_text))
+
+
+def tidy(text: str) -> str:
+    """Collapse the spaces a removed marker leaves (doubled, or before punctuation)."""
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+
+
 def extract_citations(text: str) -> list[str]:
     """Cited ids in order of first appearance, without repeats.
 
@@ -55,7 +74,6 @@ def verify_citations(answer: str, declared: Iterable[str], retrieved: Sequence[s
     def keep(match: re.Match[str]) -> str:
         return match.group(0) if match.group(1) in allowed else ""
 
-    cleaned = CITATION.sub(keep, answer)
-    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    cleaned = tidy(CITATION.sub(keep, answer))
     valid = [cid for cid in cited if cid in allowed]
     return Verified(cleaned, valid, rejected, uncited=bool(retrieved) and not valid)

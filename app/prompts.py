@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
+from app.citations import neutralise
 from retrievers.matched import MatchedCard, window
 
 __all__ = ["ELLIPSIS", "REFUSAL", "SYSTEM_PROMPT", "card_context", "cards_context", "window"]
@@ -45,7 +46,8 @@ def card_context(doc: Document, budget: int) -> str:
     card = MatchedCard.from_document(doc)
     text = card.text
     lo, hi = card.prompt_range(budget)
-    body = (ELLIPSIS if lo > 0 else "") + text[lo:hi].strip() + (ELLIPSIS if hi < len(text) else "")
+    shown = neutralise(text[lo:hi])  # markers inside a card are text, never citations
+    body = (ELLIPSIS if lo > 0 else "") + shown + (ELLIPSIS if hi < len(text) else "")
     return f"[{card.id}] {card.title}\n{body}"
 
 

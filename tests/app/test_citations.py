@@ -25,3 +25,10 @@ def test_answer_citing_nothing_while_cards_were_retrieved_is_flagged() -> None:
     v = verify_citations("Drink water.", [], ["card-a"])
     assert (v.answer, v.citations, v.rejected, v.uncited) == ("Drink water.", [], [], True)
     assert verify_citations("Nothing retrieved.", [], []).uncited is False
+
+
+def test_markers_inside_card_text_are_removed_cleanly() -> None:
+    from app.citations import neutralise
+
+    assert neutralise("A [cite:card-a]. B [cite: card-b ][cite:x] and C.") == "A. B and C."
+    assert neutralise("No markers here.") == "No markers here."
