@@ -52,13 +52,23 @@ from ingest.cards import valid_card_id
 from ingest.embeddings import load_embeddings
 from ingest.remote import StoreUnavailableError
 from ingest.settings import Settings
-from ingest.store import Index, StoreMissingError, current_generation, open_current
+from ingest.store import (
+    Index,
+    ModelMismatchError,
+    StoreMissingError,
+    current_generation,
+    open_current,
+)
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
 """The page: plain HTML, CSS and JavaScript, no build step."""
 NOT_FOUND = "card not found"
+NOT_SERVABLE = (StoreMissingError, ModelMismatchError)
+"""What leaves the server up with nothing to answer from: no index yet, or one built with
+another embedding model (re-ingest, or start with that model). Each route says so with a 503
+and the reason; the server does not exit."""
 """The same answer for an unknown card and a restricted one, so neither is revealed."""
 
 
@@ -106,8 +116,10 @@ class Health(BaseModel):
     """Parent cards in the index."""
     children: int = 0
     """Rows in the children collection (chunks, plus whole-card rows where enabled)."""
+    stale: bool = False
+    """A newer index exists but cannot be opened; the one in ``index`` is still answering."""
     detail: str | None = None
-    """Why nothing is loaded, when nothing is."""
+    """Why nothing is loaded, or why the newer index cannot be served."""
 
 
 @dataclass
@@ -127,14 +139,21 @@ class Service:
         self.settings = settings
         self.embeddings = load_embeddings(settings.embedding_model, settings.threads)
         self.served: Served | None = None
+        self.stale: str | None = None
+        """Why the newest index is not the one served (None: it is)."""
         self._reload = threading.Lock()
         self.answering = threading.Lock()
 
     def current(self) -> Served:
         """The index to answer from, reopened when a re-ingest has moved the pointer.
 
+        When the newer index cannot be opened (built with another embedding model, a corrupt
+        manifest) while one is being served, the server keeps answering from the one it has
+        and :attr:`stale` says why; it tries the newer one again on the next request.
+
         Raises:
             StoreMissingError: when the store holds no index.
+            ModelMismatchError: when the only index there is was built with another model.
         """
         generation = current_generation(self.settings)
         served = self.served
@@ -142,8 +161,15 @@ class Service:
             return served
         with self._reload:
             if self.served is None or self.served.index.generation != generation:
-                self.served = self._open()
-                logger.info("serving index %s", self.served.index.generation)
+                try:
+                    self.served = self._open()
+                    self.stale = None
+                    logger.info("serving index %s", self.served.index.generation)
+                except (ValueError, OSError) as exc:  # mismatch, corrupt or missing manifest
+                    if self.served is None:
+                        raise
+                    self.stale = f"{generation} cannot be served: {exc}"
+                    logger.warning("still serving %s: %s", self.served.index.generation, exc)
             return self.served
 
     def _open(self) -> Served:
@@ -161,7 +187,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.service = service
         try:
             service.current()
-        except StoreMissingError as exc:
+        except NOT_SERVABLE as exc:
             logger.warning("%s", exc)
         yield
 
@@ -198,7 +224,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model = service.settings.embedding_model
         try:
             served = service.current()
-        except StoreMissingError as exc:
+        except NOT_SERVABLE as exc:
             body = Health(loaded=False, embedding_model=model, detail=str(exc))
             return JSONResponse(body.model_dump(), status_code=503)
         return Health(
@@ -207,6 +233,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             embedding_model=model,
             cards=int(served.index.manifest.get("cards", 0)),
             children=int(served.index.manifest.get("children", 0)),
+            stale=service.stale is not None,
+            detail=service.stale,
         )
 
     @app.post("/ask", response_model=Reply)
@@ -214,7 +242,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         service = service_of()
         try:
             served = service.current()
-        except StoreMissingError as exc:
+        except NOT_SERVABLE as exc:
             raise HTTPException(status_code=503, detail=str(exc)) from exc
         context = served.context
         if body.k is not None:
@@ -229,7 +257,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise HTTPException(status_code=404, detail=NOT_FOUND)
         try:
             served = service.current()
-        except StoreMissingError as exc:
+        except NOT_SERVABLE as exc:
             raise HTTPException(status_code=503, detail=str(exc)) from exc
         [doc] = served.index.docstore.mget([card_id])
         if doc is None or doc.metadata.get(md.SENSITIVITY) == "restricted":

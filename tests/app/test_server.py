@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from langchain_core.embeddings import Embeddings
 
 from app.server import create_app
 from app.server import running as live_server
@@ -232,3 +233,55 @@ def test_every_response_carries_the_security_headers(client: TestClient, path: s
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["x-frame-options"] == "DENY"
     assert headers["content-security-policy"].startswith("default-src 'self'")
+
+
+def _store(root: Path, cards: list[Card], embeddings: Embeddings, model: str) -> None:
+    """A store (one more generation) built with ``embeddings``, recorded as ``model``."""
+    from ingest.splitter import CardSplitter
+    from ingest.store import build_index
+
+    manifest = {"embedding_model": model}
+    build_index(cards, root, embeddings, CardSplitter(), progress=False, extra_manifest=manifest)
+
+
+@pytest.mark.real
+def test_a_store_built_with_another_model_is_a_503_with_the_reason(
+    tmp_path: Path, shipped_cards: list[Card]
+) -> None:
+    from tests.conftest import FakeEmbeddings
+
+    _store(tmp_path, shipped_cards[:2], FakeEmbeddings(), "another-model")
+    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL)
+    with TestClient(create_app(settings)) as client:  # starts: no traceback, no exit 3
+        health = client.get("/healthz")
+        assert health.status_code == 503
+        assert "built with embedding model 'another-model'" in health.json()["detail"]
+        ask = client.post("/ask", json={"question": NARROW})
+        assert ask.status_code == 503
+        assert "built with embedding model 'another-model'" in ask.json()["detail"]
+
+
+@pytest.mark.real
+def test_a_newer_index_that_cannot_be_opened_leaves_the_served_one_answering(
+    tmp_path: Path, shipped_cards: list[Card], real_embeddings: Embeddings
+) -> None:
+    from tests.conftest import FakeEmbeddings
+
+    cards = [c for c in shipped_cards if c.id == "card-insulin-storage"]
+    _store(tmp_path, cards, real_embeddings, REAL_MODEL)
+    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL, min_similarity=0.0)
+    with TestClient(create_app(settings)) as client:
+        first = client.get("/healthz").json()
+        assert (first["loaded"], first["stale"]) == (True, False)
+        _store(tmp_path, cards, FakeEmbeddings(), "another-model")  # a re-ingest, wrong model
+        health = client.get("/healthz").json()
+        assert (health["loaded"], health["stale"], health["index"]) == (
+            True,
+            True,
+            first["index"],
+        )
+        assert "cannot be served: " in health["detail"]
+        assert "another-model" in health["detail"]
+        reply = client.post("/ask", json={"question": NARROW})
+        assert reply.status_code == 200
+        assert [c["id"] for c in reply.json()["citations"]] == ["card-insulin-storage"]
