@@ -17,16 +17,16 @@ import tomllib
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
+from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
 
 from app.context import Context
 from app.graph import QuestionError, answer, check_question, retrieved_card
 from app.reply import Reply, RetrievedCard
 from ingest import __main__ as ingest_main
-from ingest.embeddings import UnknownModelError, load_embeddings
+from ingest.embeddings import UnknownModelError
 from ingest.settings import Settings, settings_problem
-from ingest.store import ModelMismatchError, StoreMissingError, current_generation, open_current
-from retrievers.parent import ScoredParentDocumentRetriever
+from ingest.store import ModelMismatchError, StoreMissingError
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
 PLUGIN_GROUP = "cardrag.commands"
@@ -38,12 +38,9 @@ def plugin_commands() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
 
 
-def build_retriever(settings: Settings) -> ScoredParentDocumentRetriever:
-    """The retriever over the current index, configured from settings."""
-    current_generation(settings)  # a missing store is reported before the model loads
-    embeddings = load_embeddings(settings.embedding_model, settings.threads)
-    index = open_current(settings, embeddings)
-    return ScoredParentDocumentRetriever.from_index(index, settings)
+def build_retriever(settings: Settings) -> BaseRetriever:
+    """The retriever over the current index, configured from settings (the app's own)."""
+    return Context.from_settings(settings).retriever
 
 
 def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:

@@ -31,7 +31,7 @@ from app.extractive import split_sentences
 from app.terms import (
     aspect_coverage,
     coverage,
-    medical,
+    missing_medical,
     missing_terms,
     question_language,
     salient_terms,
@@ -111,7 +111,7 @@ def card_features(
     """
     vocab = vocabulary(card_text)
     missing = missing_terms(terms, vocab)
-    hard = tuple(t for t in missing if medical(t))
+    hard = missing_medical(terms, vocab)
     same = question_lang == card_lang
     features = {
         "score": score,
@@ -194,12 +194,15 @@ class Grader:
         for doc in docs:
             card = MatchedCard.from_document(doc)
             text = f"{card.title}\n{card.text}"
+            vetoed = missing_medical(terms, vocabulary(text))
+            if vetoed:  # fails whatever it scores: no feature (no sentence embedding) needed
+                grades.append(Grade(card.id, answerable=False, answerability=None, missing=vetoed))
+                continue
             sentence = 0.0
-            # a card the veto rejects fails whatever it scores: its sentences are not embedded
-            if needs_dense and not any(medical(t) for t in missing_terms(terms, vocabulary(text))):
+            if needs_dense:
                 parts = split_sentences(card.text)
                 sentence = max((dot(qv, v) for v in self.vectors.sentences(parts)), default=0.0)
-            features, missing = card_features(
+            features, _ = card_features(
                 question,
                 terms,
                 language,
@@ -208,5 +211,5 @@ class Grader:
                 card.score,
                 sentence,
             )
-            grades.append(grade_card(features, missing, card.id, self.calibration))
+            grades.append(grade_card(features, (), card.id, self.calibration))
         return grades

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 
 from app.citations import neutralise
-from retrievers.matched import MatchedCard, window
-
-__all__ = ["ELLIPSIS", "REFUSAL", "SYSTEM_PROMPT", "card_context", "cards_context", "window"]
+from retrievers.matched import MatchedCard
 
 SYSTEM_PROMPT = """You answer questions from patients using only the knowledge-base cards below.
 Rules:

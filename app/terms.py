@@ -179,26 +179,34 @@ def text_language(text: str) -> str:
     return question_language(text)
 
 
-def coverage(question: str, vocab: frozenset[str], language: str) -> float:
+def coverage(
+    question: str, vocab: frozenset[str], language: str, excluding: Iterable[str] = ()
+) -> float:
     """Share of the question's content words the card uses, each weighted by its rarity.
 
     Weight of a word: ``COMMON_ZIPF - zipf`` in ``language`` (0 for very common words), so a
-    card that leaves "cancer" out loses more than one that leaves "day" out. 1.0 for a
-    question without content words.
+    card that leaves "cancer" out loses more than one that leaves "day" out. Words in
+    ``excluding`` are not counted. 1.0 for a question without content words.
 
     Example:
         >>> round(coverage("insulin fridge", vocabulary("Keep insulin cold."), "en"), 2)
         0.51
     """
+    skip = set(excluding)
     total = covered = 0.0
     for raw in words(question):
         word = _stem(raw)
-        if len(word) < 3 or word in stop_words():
+        if len(word) < 3 or word in stop_words() or word in skip:
             continue
         weight = max(0.0, COMMON_ZIPF - zipf(word, language))
         total += weight
         covered += weight if mentions(word, vocab) else 0.0
     return covered / total if total else 1.0
+
+
+def missing_medical(terms: Iterable[str], vocab: frozenset[str]) -> tuple[str, ...]:
+    """The medicine, test or procedure names among ``terms`` that a vocabulary lacks (the veto)."""
+    return tuple(t for t in missing_terms(terms, vocab) if medical(t))
 
 
 def missing_terms(terms: Iterable[str], vocab: frozenset[str]) -> tuple[str, ...]:
@@ -214,12 +222,4 @@ def aspect_coverage(
     What the question asks about the medicine it names ("hair loss", "breastfeeding"), which
     a card about that medicine may well not cover. 1.0 when there is no such word.
     """
-    total = covered = 0.0
-    for raw in words(question):
-        word = _stem(raw)
-        if len(word) < 3 or word in stop_words() or word in terms:
-            continue
-        weight = max(0.0, COMMON_ZIPF - zipf(word, language))
-        total += weight
-        covered += weight if mentions(word, vocab) else 0.0
-    return covered / total if total else 1.0
+    return coverage(question, vocab, language, excluding=terms)

@@ -25,7 +25,6 @@ from tqdm.auto import tqdm
 
 from app.context import Context, grader_for
 from app.extractive import ExtractiveAnswerer
-from app.grading import load_calibration
 from app.graph import answer
 from evals.answerability import evaluate as grade_figures
 from evals.answerability import featurise, held_out_ids, questions, refusals
@@ -101,11 +100,8 @@ def offline_context(
     )
 
 
-def app_checks(
-    embeddings: Embeddings, settings: Settings, workdir: Path, answerer: ExtractiveAnswerer
-) -> dict[str, Any]:
-    """Answer every golden case through the graph (offline answerer, real gate)."""
-    ctx = offline_context(load_cards(settings.cards_dir), embeddings, settings, workdir, answerer)
+def app_checks(ctx: Context) -> dict[str, Any]:
+    """Answer every golden case through the graph (offline answerer, real gate, grading)."""
     precisions: list[float] = []
     refused = uncited = 0
     times: list[float] = []
@@ -128,17 +124,14 @@ def app_checks(
     }
 
 
-def answerability(
-    embeddings: Embeddings, settings: Settings, workdir: Path, answerer: ExtractiveAnswerer
-) -> dict[str, Any]:
+def answerability(ctx: Context, embeddings: Embeddings) -> dict[str, Any]:
     """Grading on the golden, uncovered and PubMedQA questions, held-out part first.
 
     Refusal rates come from the whole graph (gate, grading, answer); the AUROCs score the
     committed calibration's answerability of each question (gate off) against its label.
     """
-    ctx = offline_context(load_cards(settings.cards_dir), embeddings, settings, workdir, answerer)
     qs = questions()
-    calibration = load_calibration(settings.embedding_model)
+    calibration = ctx.grader.calibration if ctx.grader is not None else None
     out: dict[str, Any] = {"refusal": refusals(qs, lambda text: answer(text, ctx))}
     if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
         held = held_out_ids(qs)
@@ -292,14 +285,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         dataset = load_golden(GOLDEN, settings.cards_dir)
         entry = {**header, **compare(dataset, embeddings, settings, work / "golden")}
-        answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for both runs
-        entry["app"] = app_checks(embeddings, settings, work / "app", answerer)
+        answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for every run
+        cards = load_cards(settings.cards_dir)
+        app = offline_context(cards, embeddings, settings, work / "app", answerer)
+        entry["app"] = app_checks(app)
         windowed = settings.model_copy(update={"chunker": "sentence_window"})
         entry["app_sentence_window"] = app_checks(
-            embeddings, windowed, work / "app-sentences", answerer
+            offline_context(cards, embeddings, windowed, work / "app-sentences", answerer)
         )
         entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
-        entry["answerability"] = answerability(embeddings, settings, work / "graded", answerer)
+        entry["answerability"] = answerability(app, embeddings)  # the same app
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
     print_table("golden", entry)

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from app.prompts import card_context, window
+from app.prompts import card_context
 from ingest.cards import Card
 from ingest.splitter import CardSplitter
+from retrievers.matched import window
 
 
 def test_window_contains_the_passage_and_respects_the_budget() -> None:
