@@ -116,12 +116,16 @@ def rank_parents(
 ) -> list[ParentHit]:
     """Rank parents from dense hits (children and card rows) and an optional BM25 ranking.
 
-    Every parent's ``score`` is its best dense similarity over all its rows, and the gate
-    applies to it; a parent with no dense hit cannot pass. Up to three rankings of the passing
-    parents are fused with weighted RRF: best child, card row, BM25, and each parent's fused
-    score is divided by the weights of the rankings that apply to it (the card-row ranking does
-    not apply to a card that has no card row). With a single ranking the order is that
-    ranking's (no fusion, ``fused`` is None).
+    Every parent's ``score`` is its best dense similarity over all its rows. Up to three
+    rankings of the parents with a dense hit are fused with weighted RRF: best child, card
+    row, BM25, and each parent's fused score is divided by the weights of the rankings that
+    apply to it (the card-row ranking does not apply to a card that has no card row). With a
+    single ranking the order is that ranking's (no fusion, ``fused`` is None).
+
+    The gate then drops the parents whose score is below ``min_similarity`` (a parent with no
+    dense hit never passes). It filters the fused ranking and never reorders the parents that
+    pass: ranking only the passing parents would move a card up a list because a card above
+    it failed, and on the golden set that put a weaker card ahead of a stronger one.
 
     Example:
         >>> hits = [ChildHit("a::00", "a", 0.9), ChildHit("b::00", "b", 0.8)]
@@ -139,6 +143,20 @@ def rank_parents(
         best[hit.parent_id] = hit.best
     merged = [ParentHit(p, s, best[p]) for p, s in score.items()]
     passing = {p.parent_id for p in at_least(merged, min_similarity)}
+    fused = _fuse(children, cards, lexical, score, best, weights, c)
+    return [p for p in fused if p.parent_id in passing]
+
+
+def _fuse(
+    children: Sequence[ParentHit],
+    cards: Sequence[ParentHit],
+    lexical: Sequence[ParentHit],
+    score: dict[str, float],
+    best: dict[str, ChildHit],
+    weights: FusionWeights,
+    c: int,
+) -> list[ParentHit]:
+    """Weighted RRF of the rankings over the parents with a dense score, best first."""
     rankings: list[list[str]] = []
     used: list[float] = []
     card_weight = 0.0
@@ -147,7 +165,7 @@ def rank_parents(
         (cards, weights.card),
         (lexical, weights.bm25),
     ):
-        ids = [p.parent_id for p in ranking if p.parent_id in passing]
+        ids = [p.parent_id for p in ranking if p.parent_id in score]
         if ids and weight > 0:
             rankings.append(ids)
             used.append(weight)

@@ -87,8 +87,25 @@ def test_rank_parents_fuses_dense_card_and_bm25_and_gates_on_dense() -> None:
     b = ranked[0]
     assert b.score == 0.70  # the card row's similarity is b's best dense score
     assert b.best.child_id == "b::00"  # but the matched passage is a real child
-    assert b.fused == pytest.approx((1 / 62 + 1 / 61 + 1 / 61) / 3)  # averaged over 3 weights
+    # c is ranked (first by BM25) before the gate drops it: b is second there, not first
+    assert b.fused == pytest.approx((1 / 62 + 1 / 61 + 1 / 62) / 3)  # averaged over 3 weights
     assert ranked[1].fused == pytest.approx((1 / 61) / 3)
+
+
+def test_the_gate_filters_the_ranking_and_never_reorders_what_passes() -> None:
+    # c leads BM25 but is below the gate. Ranking only the passing parents would move b up
+    # BM25 (second -> first) and ahead of d: the gate would reorder what passes.
+    hits = [_hit("d::00", 0.90), _hit("b::00", 0.85), _hit("a::00", 0.80), _hit("c::00", 0.50)]
+    lexical = best_per_parent(
+        [ChildHit("c::00", "c", 9.0), ChildHit("b::00", "b", 8.0), ChildHit("d::00", "d", 7.0)]
+    )
+    weights = FusionWeights(1, 0, 1)
+    ungated = rank_parents(hits, lexical, weights=weights, c=1)
+    gated = rank_parents(hits, lexical, min_similarity=0.6, weights=weights, c=1)
+    assert [p.parent_id for p in ungated] == ["d", "c", "b", "a"]
+    assert [p.parent_id for p in gated] == ["d", "b", "a"]
+    assert [p.fused for p in gated] == [ungated[0].fused, *(p.fused for p in ungated[2:])]
+    assert gated[0].fused == pytest.approx((1 / 2 + 1 / 4) / 2)  # d: dense 1st, BM25 3rd
 
 
 def test_rank_parents_zero_weight_leaves_a_ranking_out() -> None:

@@ -15,6 +15,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.stores import InMemoryStore
 
+from evals.cases import GOLDEN, load_golden_cases
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
@@ -27,7 +28,7 @@ from retrievers.parent import (
     merge_filters,
     next_fetch,
 )
-from tests.conftest import FakeEmbeddings
+from tests.conftest import REAL_MODEL, FakeEmbeddings
 
 
 def card(card_id: str, body: str, **meta: Any) -> Document:
@@ -651,3 +652,22 @@ def test_sentence_window_is_the_prompt_text_and_never_changes_the_ranking(
     narrow = _built(tmp_path_factory, shipped_cards, real_embeddings, alone).invoke(question)
     assert _key(narrow) == _key(docs)
     assert narrow[0].metadata["prompt_text"] == top.page_content[544:671]
+
+
+def test_the_gate_only_removes_cards_from_the_ungated_ranking(
+    shipped_index_dir: Path, real_embeddings: Embeddings
+) -> None:
+    # every golden question, the shipped hybrid: the gated cards start with the ungated
+    # ranking's passing cards, in its order (ranking only the passing cards reordered 12 of 88)
+    index = open_index(shipped_index_dir, real_embeddings)
+    retriever = ScoredParentDocumentRetriever.from_index(
+        index, Settings(embedding_model=REAL_MODEL)
+    )
+    gate = retriever.min_similarity
+    assert gate is not None
+    assert retriever.bm25 is not None
+    for case in load_golden_cases(GOLDEN):
+        gated = [d.id for d in retriever.invoke(case.query)]
+        ungated = retriever.invoke(case.query, min_similarity=-1.0)
+        passing = [d.id for d in ungated if d.metadata["score"] >= gate]
+        assert gated[: len(passing)] == passing, case.query
