@@ -25,8 +25,8 @@ from app.graph import QuestionError, answer, check_question, retrieved_card
 from app.reply import Reply, RetrievedCard
 from ingest import __main__ as ingest_main
 from ingest.embeddings import UnknownModelError
+from ingest.index import ModelMismatchError, StoreMissingError
 from ingest.settings import Settings, settings_problem
-from ingest.store import ModelMismatchError, StoreMissingError
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
 PLUGIN_GROUP = "cardrag.commands"
@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     p_ask.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
     p_ingest = sub.add_parser("ingest", help="build the store from a folder of cards")
     p_ingest.add_argument("--cards", type=Path, default=None, help="folder of cards")
-    p_ingest.add_argument("--clean", action="store_true", help="delete every previous index")
+    p_ingest.add_argument(
+        "--clean", action="store_true", help="keep no previous index once the new one is live"
+    )
     p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")

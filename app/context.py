@@ -18,8 +18,8 @@ from app.extractive import ExtractiveAnswerer
 from app.grading import Grader, load_calibration
 from app.vectors import Vectors
 from ingest.embeddings import load_embeddings
+from ingest.index import Index, current_generation, open_current
 from ingest.settings import Settings, default
-from ingest.store import Index, current_generation, open_current
 from retrievers.parent import ScoredParentDocumentRetriever
 
 

@@ -4,7 +4,7 @@
 start-up. The index is whatever the store's pointer names (the ``current`` link, or the
 pointer collection on a Chroma server): each request reads it (one ``readlink`` or one Chroma
 call) and, after a re-ingest moved it, opens the new generation before answering. The
-generation being replaced is kept (see :func:`ingest.store.swap_current`), so a request
+generation being replaced is kept (see :mod:`ingest.index.generations`), so a request
 already running on it finishes normally.
 
 Requests are answered one at a time (a lock around the graph): the model runs one thread by
@@ -50,15 +50,15 @@ from app.reply import Reply
 from ingest import metadata as md
 from ingest.cards import valid_card_id
 from ingest.embeddings import load_embeddings
-from ingest.remote import StoreUnavailableError
-from ingest.settings import Settings
-from ingest.store import (
+from ingest.index import (
     Index,
     ModelMismatchError,
     StoreMissingError,
+    StoreUnavailableError,
     current_generation,
     open_current,
 )
+from ingest.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -38,10 +38,10 @@ from langchain_core.stores import InMemoryByteStore, InMemoryStore
 from tqdm.auto import tqdm
 
 from ingest import metadata as md
+from ingest.index import Index, chroma_client, open_collections
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import Index, chroma_client, open_collections
 from retrievers.parent import ScoredParentDocumentRetriever
 
 

@@ -12,15 +12,24 @@ from pydantic import ValidationError
 
 from ingest.cards import CardError
 from ingest.embeddings import UnknownModelError
+from ingest.index import (
+    GenerationCountError,
+    NotAStoreError,
+    StoreLockedError,
+    ingest_folder,
+)
 from ingest.settings import Settings, settings_problem
-from ingest.store import ingest_folder
 
 
 def main(argv: list[str] | None = None) -> int:
     """Ingest and print a one-line summary; bad cards exit 2 with the file and field."""
     parser = argparse.ArgumentParser(prog="python -m ingest", description=__doc__)
     parser.add_argument("--cards", type=Path, default=None, help="folder of cards")
-    parser.add_argument("--clean", action="store_true", help="delete every previous index")
+    parser.add_argument(
+        "--clean",
+        action="store_true",
+        help="keep no previous index once the new one is live (refused on a non-store folder)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = Settings()
@@ -35,7 +44,14 @@ def run(settings: Settings, cards: Path | None, *, clean: bool) -> int:
     started = time.perf_counter()
     try:
         index = ingest_folder(settings, cards, clean=clean)
-    except (CardError, FileNotFoundError, UnknownModelError) as exc:
+    except (
+        CardError,
+        FileNotFoundError,
+        UnknownModelError,
+        NotAStoreError,
+        StoreLockedError,
+        GenerationCountError,
+    ) as exc:
         print(f"ingest failed, previous index untouched: {exc}", file=sys.stderr)
         return 2
     took = time.perf_counter() - started

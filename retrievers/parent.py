@@ -25,22 +25,15 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import Field, PrivateAttr, model_validator
 
 from ingest import metadata as md
+from ingest.index import Collections, Index, delete_documents, upsert_documents
+from ingest.index.collections import Where, merge_filters
 from ingest.lexical import BM25Index
 from ingest.settings import Settings, default
 from ingest.splitter import CardSplitter
-from ingest.store import Collections, Index, delete_documents, upsert_documents
 from retrievers.fusion import ChildHit, FusionWeights, ParentHit, best_per_parent, rank_parents
 from retrievers.scoring import collection_space, cosine_similarities, distance_to_similarity
 
 logger = logging.getLogger(__name__)
-
-Where = dict[str, Any]
-CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$gte": 0}}
-"""Real children only (card rows have ``chunk_index`` -1)."""
-CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
-"""Whole-card rows only."""
-NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
-"""Rows of cards that are not restricted (needed only where restricted rows share a collection)."""
 
 
 class ScoredParentDocumentRetriever(ParentDocumentRetriever):
@@ -58,7 +51,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     Example:
         >>> from ingest.embeddings import load_embeddings   # doctest: +SKIP
-        >>> from ingest.store import open_index
+        >>> from ingest.index import open_index
         >>> from ingest.settings import Settings, default
         >>> settings = Settings()
         >>> model = settings.embedding_model
@@ -316,21 +309,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         return merge_filters(self.filter, per_call)
 
     def _queries(self, cards: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:
-        """The (collection, filter) pairs that hold one kind of row (children or card rows).
-
-        Where each kind has its own collection the queries need no filter of their own (only
-        ``where``); where rows share one collection, metadata filters tell them apart.
-        """
-        kind = CARD_ROWS if cards else CHILD_ROWS
-        if self.card_store is None:  # children and card rows share one collection
-            public, kind_filter = self.vectorstore, kind
-        else:
-            public, kind_filter = (self.card_store if cards else self.vectorstore), None
-        hidden = self.restricted_store is None and not self.allow_restricted
-        queries = [(public, merge_filters(where, kind_filter, NOT_RESTRICTED if hidden else None))]
-        if self.allow_restricted and self.restricted_store is not None:
-            queries.append((self.restricted_store, merge_filters(where, kind)))
-        return queries
+        """The (collection, filter) pairs that hold one kind of row: the index's row plan."""
+        return self.collections.plan(
+            cards=cards, where=where, allow_restricted=self.allow_restricted
+        )
 
     def _search_rows(
         self, vector: list[float], fetch: int, where: Where | None, *, cards: bool
@@ -551,26 +533,6 @@ def finish(docs: list[Document], missing: list[str]) -> list[Document]:
     if missing:
         logger.warning("parents missing from the docstore, skipped: %s", ", ".join(missing))
     return docs
-
-
-def merge_filters(*filters: Where | None) -> Where | None:
-    """Combine Chroma ``where`` filters with ``$and`` (multi-key dicts are split first).
-
-    Example:
-        >>> merge_filters({"a": 1}, None, {"b": 2, "c": 3})
-        {'$and': [{'a': 1}, {'b': 2}, {'c': 3}]}
-    """
-    clauses: list[Where] = []
-    for where in filters:
-        if not where:
-            continue
-        if len(where) == 1 or any(key.startswith("$") for key in where):
-            clauses.append(where)
-        else:
-            clauses.extend({key: value} for key, value in where.items())
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 def with_ids(documents: Sequence[Document], ids: Sequence[str] | None) -> list[Document]:

@@ -157,8 +157,8 @@ def shipped_index_dir(
     tmp_path_factory: pytest.TempPathFactory, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> Path:
     """The shipped corpus ingested once per session with default budgets (read-only use)."""
+    from ingest.index import build_index
     from ingest.splitter import CardSplitter
-    from ingest.store import build_index
 
     store = tmp_path_factory.mktemp("shipped-store")
     build_index(

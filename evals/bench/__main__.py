@@ -23,8 +23,8 @@ from evals.cases import load_golden_cases
 from evals.report import machine
 from ingest.cards import load_cards
 from ingest.embeddings import load_embeddings
+from ingest.index import ingest_folder
 from ingest.settings import Settings
-from ingest.store import ingest_folder
 
 OUT = Path(__file__).resolve().parent.parent / "bench.md"
 RAW = Path(__file__).resolve().parent.parent / "bench.json"

@@ -35,10 +35,10 @@ from langchain_core.stores import InMemoryStore
 from evals.bench.latency import percentile, timings
 from evals.bench.synthetic import WORDS, synthetic_cards
 from ingest import metadata as md
+from ingest.index import Index, chroma_client, open_collections, upsert_documents
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import Index, chroma_client, open_collections, upsert_documents
 from retrievers.parent import ScoredParentDocumentRetriever
 
 DIMENSIONS = 384

@@ -13,9 +13,9 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ingest.cards import Card
+from ingest.index import build_index
 from ingest.settings import PROJECT_ROOT, Settings
 from ingest.splitter import CardSplitter
-from ingest.store import build_index
 
 
 def throughput(

@@ -20,9 +20,9 @@ from langchain_core.stores import InMemoryStore
 from evals.systems import reranker_available, whole_card_splitter
 from ingest import metadata as md
 from ingest.cards import Card
+from ingest.index import build_index, chroma_client, open_collections, open_index, upsert_documents
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import build_index, chroma_client, open_collections, open_index, upsert_documents
 from retrievers.parent import ScoredParentDocumentRetriever
 
 FLOOR = "floor: embed + 1 Chroma query"

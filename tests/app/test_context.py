@@ -8,9 +8,9 @@ from langchain_core.stores import InMemoryStore
 
 from app.context import Context, resolve_chat_model
 from app.extractive import ExtractiveAnswerer
+from ingest.index import Index, chroma_client, open_collections
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
-from ingest.store import Index, chroma_client, open_collections
 from retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import FakeEmbeddings
 

@@ -7,8 +7,8 @@ import pytest
 from app.context import Context
 from app.graph import answer
 from ingest.cards import Card
+from ingest.index import ingest_folder
 from ingest.settings import Settings
-from ingest.store import ingest_folder
 from tests.conftest import card_folder
 
 pytestmark = pytest.mark.real  # every test here runs a real model

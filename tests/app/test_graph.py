@@ -14,7 +14,7 @@ from app.grading import Grader
 from app.graph import QuestionError, answer, check_question, graph
 from app.prompts import GATE_REASON, MODEL_REASON
 from app.vectors import Vectors
-from ingest.store import open_index
+from ingest.index import open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 
 

@@ -12,8 +12,8 @@ from langchain_core.embeddings import Embeddings
 from app.server import create_app
 from app.server import running as live_server
 from ingest.cards import Card
+from ingest.index import ingest_folder
 from ingest.settings import Settings
-from ingest.store import ingest_folder
 from tests.conftest import REAL_MODEL, card_folder
 
 NARROW = "How long can an insulin pen stay out of the fridge?"
@@ -237,8 +237,8 @@ def test_every_response_carries_the_security_headers(client: TestClient, path: s
 
 def _store(root: Path, cards: list[Card], embeddings: Embeddings, model: str) -> None:
     """A store (one more generation) built with ``embeddings``, recorded as ``model``."""
+    from ingest.index import build_index
     from ingest.splitter import CardSplitter
-    from ingest.store import build_index
 
     manifest = {"embedding_model": model}
     build_index(cards, root, embeddings, CardSplitter(), progress=False, extra_manifest=manifest)

@@ -24,8 +24,8 @@ from app.context import Context
 from app.graph import answer
 from app.server import create_app
 from ingest.cards import Card
+from ingest.index import ingest_folder
 from ingest.settings import Settings
-from ingest.store import ingest_folder
 from retrievers.fusion import ChildHit, ParentHit
 from retrievers.parent import ScoredParentDocumentRetriever, assemble
 from tests.conftest import REAL_MODEL, card_folder

@@ -7,10 +7,10 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from ingest.cards import Card, CardError, load_cards
+from ingest.index import ingest_folder
 from ingest.sections import sections_of, split_sections
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import ingest_folder
 from retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder
 

@@ -16,18 +16,13 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_core.stores import InMemoryStore
 
 from evals.cases import GOLDEN, load_golden_cases
+from ingest.index import build_index, chroma_client, open_collections, open_index, open_vectorstore
+from ingest.index.collections import NOT_RESTRICTED
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
-from ingest.store import build_index, chroma_client, open_collections, open_index, open_vectorstore
 from retrievers.fusion import ChildHit
-from retrievers.parent import (
-    NOT_RESTRICTED,
-    ScoredParentDocumentRetriever,
-    first_fetch,
-    merge_filters,
-    next_fetch,
-)
+from retrievers.parent import ScoredParentDocumentRetriever, first_fetch, next_fetch
 from tests.conftest import REAL_MODEL, FakeEmbeddings
 
 
@@ -194,14 +189,6 @@ def test_pure_fetch_planning() -> None:
     )  # store exhausted
     assert next_fetch(hits, 8, 8, found=1, k=4, min_similarity=None) is None  # at max_fetch
     assert next_fetch(hits, 8, 200, found=1, k=4, min_similarity=0.85) is None  # tail below gate
-
-
-def test_merge_filters() -> None:
-    assert merge_filters(None, {}) is None
-    assert merge_filters({"a": 1}) == {"a": 1}
-    assert merge_filters({"a": 1}, {"b": {"$ne": 2}}) == {"$and": [{"a": 1}, {"b": {"$ne": 2}}]}
-    assert merge_filters({"a": 1, "b": 2}) == {"$and": [{"a": 1}, {"b": 2}]}
-    assert merge_filters({"$or": [{"a": 1}, {"b": 2}]}, None) == {"$or": [{"a": 1}, {"b": 2}]}
 
 
 def test_invalid_settings_fail_at_construction(tmp_path: Path) -> None:

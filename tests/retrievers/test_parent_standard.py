@@ -19,8 +19,8 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
+from ingest.index import Index, open_index
 from ingest.settings import MODEL_MIN_SIMILARITY
-from ingest.store import Index, open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL
 

@@ -8,8 +8,8 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from ingest.index import open_index
 from ingest.settings import Settings
-from ingest.store import open_index
 from retrievers.parent import ScoredParentDocumentRetriever
 from retrievers.rerank import (
     CrossEncoderReranker,

@@ -20,8 +20,8 @@ from app.context import Context
 from app.graph import answer
 from app.server import create_app
 from ingest.cards import Card
+from ingest.index import current_generation, ingest_folder, parent_store
 from ingest.settings import Settings
-from ingest.store import current_generation, ingest_folder, parent_store
 from retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder, free_port, start_chroma, stop, wait_until
 
@@ -250,3 +250,19 @@ def test_a_chroma_outage_is_a_503_to_retry_and_recovers_by_itself(
             assert back.json()["retrieved"][0]["id"] == "card-amoxicillin-course"
     finally:
         stop(proc)
+
+
+def test_a_second_writer_on_the_server_is_refused_naming_the_holder(remote: Settings) -> None:
+    from ingest.index import RemoteGenerations, StoreLockedError
+
+    assert remote.chroma_url is not None
+    generations = RemoteGenerations(
+        str(remote.chroma_url), remote.namespace, remote.store_dir, remote.parent_store
+    )
+    live = current_generation(remote)
+    refused = pytest.raises(StoreLockedError, match=rf"another ingest \(pid {os.getpid()} on ")
+    with generations.lock(), refused:
+        ingest_folder(remote)  # refused before the model loads or anything is written
+    assert current_generation(remote) == live
+    with generations.lock():  # released
+        pass

@@ -11,23 +11,21 @@ from langchain_core.embeddings import Embeddings
 
 from ingest import metadata as md
 from ingest.cards import Card, CardError
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from ingest.store import (
-    CURRENT,
+from ingest.index import (
     Collections,
     StoreMissingError,
     build_index,
     chroma_client,
-    deserialize_parent,
     ingest_folder,
     open_collections,
     open_index,
-    open_parent_store,
-    serialize_parent,
     upsert_documents,
 )
+from ingest.index.generations import CURRENT
+from ingest.index.parents import deserialize_parent, open_parent_store, serialize_parent
+from ingest.lexical import BM25Index
+from ingest.settings import Settings
+from ingest.splitter import CardSplitter
 from tests.conftest import CARDS_DIR, REAL_MODEL, FakeEmbeddings, card_folder
 
 CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")

@@ -1,0 +1,192 @@
+"""The Chroma collections of one index generation, and which collection serves which rows.
+
+Why three collections: Chroma applies a metadata ``where`` before its vector search by first
+collecting every row the filter admits, so a filter that admits nearly every row (``chunk_index
+>= 0``, ``sensitivity != restricted``) costs time in proportion to the collection: at 49,000
+rows a filtered query took 13-90 times an unfiltered one (``evals/bench.md``). Keeping each kind
+of row in its own collection makes the frequent queries unfiltered, and restricted rows are
+excluded by construction: the public queries never touch their collection.
+
+:meth:`Collections.plan` is the row plan: the (collection, filter) pairs that hold one kind of
+row for a caller with or without restricted access. Readers ask it instead of knowing the
+layout; an index made by hand (one collection holding every row) gets metadata filters instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+from urllib.parse import urlparse
+
+import chromadb
+from chromadb.api import ClientAPI
+from chromadb.api.client import Client
+from chromadb.api.collection_configuration import (
+    CreateCollectionConfiguration,
+    CreateHNSWConfiguration,
+)
+from chromadb.config import Settings as ChromaSettings
+from langchain_chroma import Chroma
+from langchain_core.embeddings import Embeddings
+
+from ingest import metadata as md
+
+COLLECTION_NAME = "children"
+"""Chroma collection holding one row per child chunk."""
+CARDS_COLLECTION = "cards"
+"""Chroma collection holding the whole-card rows (``chunk_index`` -1)."""
+RESTRICTED_COLLECTION = "restricted"
+"""Chroma collection holding every row of restricted cards, searched only when allowed."""
+KINDS = (COLLECTION_NAME, CARDS_COLLECTION, RESTRICTED_COLLECTION)
+"""An index's collections, in the order of :class:`Collections`' fields."""
+DISTANCE_SPACE: Literal["cosine"] = "cosine"
+"""Declared explicitly on the collection; the retriever converts distances for this space."""
+
+Where = dict[str, Any]
+CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$gte": 0}}
+"""Real children only (card rows have ``chunk_index`` -1)."""
+CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
+"""Whole-card rows only."""
+NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
+"""Rows of cards that are not restricted (needed only where restricted rows share a collection)."""
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+class StoreUnavailableError(ConnectionError):
+    """The Chroma server (or Redis) does not answer; the request may be retried."""
+
+
+def chroma_client(path: Path) -> Client:
+    """A persistent Chroma client on disk with telemetry off (``close()`` releases it)."""
+    client = chromadb.PersistentClient(
+        path=str(path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    return cast(Client, client)
+
+
+@functools.cache
+def http_client(url: str) -> ClientAPI:
+    """A Chroma HTTP client for ``http(s)://host:port``, telemetry off, one per process.
+
+    Raises:
+        StoreUnavailableError: when the server does not answer.
+    """
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        msg = f"CARDRAG_CHROMA_URL must look like http://host:port, got {url!r}"
+        raise ValueError(msg)
+    try:
+        return chromadb.HttpClient(
+            host=parsed.hostname,
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=ChromaSettings(anonymized_telemetry=False),
+        )
+    except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
+        raise StoreUnavailableError(f"{url}: the Chroma server does not answer") from exc
+
+
+def open_vectorstore(path: Path, embeddings: Embeddings) -> Chroma:
+    """The children collection under ``path``, created with the cosine space if new."""
+    return open_collection(chroma_client(path), COLLECTION_NAME, embeddings)
+
+
+def merge_filters(*filters: Where | None) -> Where | None:
+    """Combine Chroma ``where`` filters with ``$and`` (multi-key dicts are split first).
+
+    Example:
+        >>> merge_filters({"a": 1}, None, {"b": 2, "c": 3})
+        {'$and': [{'a': 1}, {'b': 2}, {'c': 3}]}
+    """
+    clauses: list[Where] = []
+    for where in filters:
+        if not where:
+            continue
+        if len(where) == 1 or any(key.startswith("$") for key in where):
+            clauses.append(where)
+        else:
+            clauses.extend({key: value} for key, value in where.items())
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+@dataclass(frozen=True)
+class Collections:
+    """The Chroma collections of one index, and which row goes where.
+
+    With only ``children`` set, every row lives there and queries tell the kinds apart with
+    metadata filters (a collection made by hand, or an index built before the split).
+    """
+
+    children: Chroma
+    """Child chunks (and, where the others are None, every other row too)."""
+    cards: Chroma | None = None
+    """Whole-card rows; None: they live in ``children``."""
+    restricted: Chroma | None = None
+    """Rows of restricted cards; None: they live with the public rows."""
+
+    def route(self, metadata: dict[str, Any]) -> Chroma:
+        """The collection a row with this metadata belongs in."""
+        if self.restricted is not None and metadata.get(md.SENSITIVITY) == "restricted":
+            return self.restricted
+        if self.cards is not None and metadata.get(md.CHUNK_INDEX) == md.CARD_ROW:
+            return self.cards
+        return self.children
+
+    def plan(
+        self, *, cards: bool, where: Where | None, allow_restricted: bool
+    ) -> list[tuple[Chroma, Where | None]]:
+        """The (collection, filter) pairs that hold one kind of row (children or card rows).
+
+        Where each kind has its own collection the queries need no filter of their own (only
+        ``where``); where rows share one collection, metadata filters tell them apart.
+        Restricted rows are read only with ``allow_restricted``.
+        """
+        kind = CARD_ROWS if cards else CHILD_ROWS
+        if self.cards is None:  # children and card rows share one collection
+            public, kind_filter = self.children, kind
+        else:
+            public, kind_filter = (self.cards if cards else self.children), None
+        hidden = self.restricted is None and not allow_restricted
+        queries = [(public, merge_filters(where, kind_filter, NOT_RESTRICTED if hidden else None))]
+        if allow_restricted and self.restricted is not None:
+            queries.append((self.restricted, merge_filters(where, kind)))
+        return queries
+
+    def all(self) -> list[Chroma]:
+        """Every collection, children first."""
+        return [c for c in (self.children, self.cards, self.restricted) if c is not None]
+
+    def with_children(self) -> list[Chroma]:
+        """The collections that hold child rows (what BM25 indexes): all but ``cards``."""
+        return [c for c in self.all() if c is not self.cards]
+
+    def count(self) -> int:
+        """Rows in every collection."""
+        return sum(c._collection.count() for c in self.all())
+
+
+def open_collections(
+    client: ClientAPI, embeddings: Embeddings, prefix: str = "", suffix: str = ""
+) -> Collections:
+    """The three collections of an index on ``client``, named ``{prefix}{kind}{suffix}``."""
+    return Collections(
+        *(open_collection(client, f"{prefix}{kind}{suffix}", embeddings) for kind in KINDS)
+    )
+
+
+def open_collection(client: ClientAPI, name: str, embeddings: Embeddings) -> Chroma:
+    """A children collection on any Chroma client (on disk or over HTTP), cosine space."""
+    return Chroma(
+        client=client,
+        collection_name=name,
+        embedding_function=embeddings,
+        collection_configuration=CreateCollectionConfiguration(
+            hnsw=CreateHNSWConfiguration(space=DISTANCE_SPACE)
+        ),
+    )

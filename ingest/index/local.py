@@ -1,0 +1,171 @@
+"""Generations as folders of a store folder, ``current`` a symlink (:mod:`.generations`)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import BaseStore
+
+from ingest.index.collections import Collections, chroma_client, open_collections, open_vectorstore
+from ingest.index.generations import (
+    CURRENT,
+    LOCK,
+    MANIFEST,
+    GenerationCountError,
+    StoreLockedError,
+    StoreMissingError,
+    check_counts,
+    new_generation,
+)
+from ingest.index.parents import count_parents, drop_parent_store, parent_store
+from ingest.lexical import BM25Index
+
+
+@dataclass
+class LocalGenerations:
+    """Generations as folders of one store folder, ``current`` a symlink (atomic swap)."""
+
+    store_dir: Path
+    """The store folder."""
+    parent_spec: str | None = None
+    """``CARDRAG_PARENT_STORE`` (None: each generation folder's own ``parents/``)."""
+
+    def path(self, generation: str) -> Path:
+        """A generation's folder."""
+        return self.store_dir / generation
+
+    def new(self) -> str:
+        """A fresh generation folder."""
+        generation = new_generation()
+        self.path(generation).mkdir(parents=True)
+        return generation
+
+    def collections(self, generation: str, embeddings: Embeddings) -> Collections:
+        """Three collections; one (``children``) for an index built before the split."""
+        path = self.path(generation)
+        if (path / MANIFEST).is_file() and not self.manifest(generation).get("collections"):
+            return Collections(open_vectorstore(path / "chroma", embeddings))
+        return open_collections(chroma_client(path / "chroma"), embeddings)
+
+    def parents(self, generation: str) -> BaseStore[str, Document]:
+        """The generation's parents: its folder's ``parents/`` unless a store is configured."""
+        return parent_store(self.parent_spec, generation, self.path(generation) / "parents")
+
+    def complete(self, generation: str, manifest: dict[str, Any], bm25: BM25Index) -> None:
+        """Save BM25, then the manifest (last, by rename: its presence means complete)."""
+        path = self.path(generation)
+        bm25.save(path / "bm25")
+        tmp = path / f".{MANIFEST}.tmp"
+        tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        tmp.replace(path / MANIFEST)
+
+    def current(self) -> str:
+        """The generation ``current`` links to."""
+        link = self.store_dir / CURRENT
+        if not link.exists():
+            msg = (
+                f"{self.store_dir}: no index found; "
+                "build one with `cardrag ingest` (or `make ingest`)"
+            )
+            raise StoreMissingError(msg)
+        return link.resolve().name
+
+    def manifest(self, generation: str) -> dict[str, Any]:
+        """The generation's ``manifest.json``."""
+        data: dict[str, Any] = json.loads(
+            (self.path(generation) / MANIFEST).read_text(encoding="utf-8")
+        )
+        return data
+
+    def bm25(
+        self, generation: str, collections: Collections, languages: list[str]
+    ) -> BM25Index | None:
+        """The saved BM25 index (None for an index built before BM25 existed)."""
+        folder = self.path(generation) / "bm25"
+        return BM25Index.load(folder) if folder.is_dir() else None
+
+    def counts(self, generation: str) -> tuple[int, int]:
+        """Rows in the generation's collections and records in its parent store."""
+        client = chroma_client(self.path(generation) / "chroma")
+        try:
+            rows = sum(c.count() for c in client.list_collections())
+        finally:
+            client.close()  # a second reference to the writer's client: release it
+        return rows, count_parents(self.parents(generation))
+
+    def swap(self, generation: str) -> str | None:
+        """Point ``current`` at a complete generation (``os.replace``: atomic on POSIX)."""
+        path = self.path(generation)
+        if not (path / MANIFEST).is_file():
+            msg = f"{path}: incomplete generation (no {MANIFEST}); not swapped in"
+            raise GenerationCountError(msg)
+        check_counts(str(path), self.manifest(generation), *self.counts(generation))
+        link = self.store_dir / CURRENT
+        previous = link.resolve().name if link.exists() else None
+        tmp = self.store_dir / f".{CURRENT}-{uuid.uuid4().hex[:6]}"
+        tmp.symlink_to(generation)
+        tmp.replace(link)
+        return previous
+
+    def drop(self, generation: str) -> None:
+        """Remove the generation's folder and its parents."""
+        path = self.path(generation)
+        shutil.rmtree(path, ignore_errors=True)
+        drop_parent_store(self.parent_spec, generation, path / "parents")
+
+    def generations(self) -> list[str]:
+        """Every generation folder, oldest first."""
+        return sorted(p.name for p in self.store_dir.glob("index-*") if p.is_dir())
+
+    def collect(self, keep: Collection[str]) -> list[str]:
+        """Drop every generation folder not in ``keep``."""
+        dropped = [g for g in self.generations() if g not in keep]
+        for generation in dropped:
+            self.drop(generation)
+        return dropped
+
+    def looks_like_a_store(self) -> bool:
+        """Whether the folder is missing, empty, or holds cardrag's files (``--clean`` asks)."""
+        if not self.store_dir.exists():
+            return True
+        entries = {p.name for p in self.store_dir.iterdir()}
+        ours = {CURRENT, LOCK} | set(self.generations())
+        return not entries or bool(entries & ours)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """``flock`` on ``.lock`` (released by the kernel if the holder dies), pid inside."""
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        with (self.store_dir / LOCK).open("a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                msg = (
+                    f"{self.store_dir}: another ingest (pid {holder}) is writing this store; "
+                    "run again when it has finished"
+                )
+                raise StoreLockedError(msg) from None
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"{os.getpid()}\n")
+                handle.flush()
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                handle.flush()
+                fcntl.flock(handle, fcntl.LOCK_UN)

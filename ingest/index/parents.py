@@ -1,0 +1,133 @@
+"""Parent records (versioned JSON) and the stores that hold them, one per index generation.
+
+A parent record is the whole card: ``{"format_version", "id", "page_content", "metadata"}``.
+The store behind it is LangChain's: ``LocalFileStore`` in the generation's folder by default,
+an in-memory store, a shared folder, or ``RedisStore`` (``CARDRAG_PARENT_STORE``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from langchain_classic.storage import EncoderBackedStore, LocalFileStore
+from langchain_core.documents import Document
+from langchain_core.stores import BaseStore, InMemoryByteStore
+
+from ingest import metadata as md
+
+PARENT_FORMAT_VERSION = 1
+"""Version written into every parent record; readers fill defaults for older records."""
+PARENT_DEFAULTS: dict[str, Any] = {
+    md.LICENSE: "",
+    md.TOPICS: [],
+    md.ACCESSED_AT: "",
+    md.SENSITIVITY: "public",
+    md.SOURCE: "",
+}
+"""Metadata a record written before a field existed gets on reading. Version 0 (no
+``format_version``, no ``id``) predates sensitivity, so everything in it was served: public."""
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+_MEMORY: dict[str, InMemoryByteStore] = {}
+"""Parent stores of ``CARDRAG_PARENT_STORE=memory``, per index generation (this process)."""
+
+
+def serialize_parent(doc: Document) -> bytes:
+    """A parent card as a versioned JSON record."""
+    record = {
+        "format_version": PARENT_FORMAT_VERSION,
+        "id": doc.id,
+        "page_content": doc.page_content,
+        "metadata": doc.metadata,
+    }
+    return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+
+
+def deserialize_parent(data: bytes) -> Document:
+    """Read a parent record of any known format version; missing fields get defaults.
+
+    Reading never rewrites the record: an old store stays as it was written, and a re-ingest
+    writes the new format into a new index beside it.
+    """
+    record: dict[str, Any] = json.loads(data.decode("utf-8"))
+    metadata = dict(record.get("metadata") or {})
+    doc_id = record.get("id") or metadata.get(md.PARENT_ID)
+    metadata.setdefault(md.PARENT_ID, doc_id)
+    metadata.setdefault(md.TITLE, doc_id)
+    for key, default in PARENT_DEFAULTS.items():
+        metadata.setdefault(key, list(default) if isinstance(default, list) else default)
+    return Document(id=doc_id, page_content=record.get("page_content", ""), metadata=metadata)
+
+
+def open_parent_store(path: Path) -> BaseStore[str, Document]:
+    """Parent cards on disk: ``LocalFileStore`` with a versioned JSON encoding."""
+    return encoded(LocalFileStore(path))
+
+
+def encoded(store: BaseStore[str, bytes]) -> BaseStore[str, Document]:
+    """Any byte store as a parent store: the same versioned JSON records everywhere."""
+    return EncoderBackedStore(
+        store,
+        key_encoder=lambda key: key,
+        value_serializer=serialize_parent,
+        value_deserializer=deserialize_parent,
+    )
+
+
+def parent_store(
+    spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
+) -> BaseStore[str, Document]:
+    """The parent store of one index generation, wherever ``CARDRAG_PARENT_STORE`` says.
+
+    Args:
+        spec: ``None`` (the folder ``default``), ``memory``, a Redis URL (``redis://...``,
+            LangChain's ``RedisStore``, keys prefixed ``{namespace}:{generation}/``), or a
+            folder (one subfolder ``{namespace}/{generation}`` per generation).
+        generation: The index generation the parents belong to.
+        default: The folder used when ``spec`` is None.
+        namespace: The knowledge base's prefix on shared stores (``CARDRAG_NAMESPACE``).
+    """
+    key = f"{namespace}:{generation}"
+    if spec is None:
+        return open_parent_store(default)
+    if spec == "memory":
+        return encoded(_MEMORY.setdefault(key, InMemoryByteStore()))
+    if spec.startswith(REDIS_SCHEMES):
+        return encoded(redis_store(spec, key))
+    return open_parent_store(Path(spec) / namespace / generation)
+
+
+def redis_store(url: str, prefix: str) -> BaseStore[str, bytes]:
+    """LangChain's Redis byte store, keys under ``prefix`` (the ``distributed`` extra)."""
+    try:
+        from langchain_community.storage import RedisStore
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        msg = "a Redis parent store needs the extra: pip install 'cardrag[distributed]'"
+        raise ImportError(msg) from exc
+    store: BaseStore[str, bytes] = RedisStore(redis_url=url, namespace=prefix)
+    return store
+
+
+def drop_parent_store(
+    spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
+) -> None:
+    """Remove one generation's parents, wherever :func:`parent_store` put them."""
+    key = f"{namespace}:{generation}"
+    if spec is None:
+        shutil.rmtree(default, ignore_errors=True)
+    elif spec == "memory":
+        _MEMORY.pop(key, None)
+    elif spec.startswith(REDIS_SCHEMES):
+        store = redis_store(spec, key)
+        keys = list(store.yield_keys())
+        for start in range(0, len(keys), 1000):
+            store.mdelete(keys[start : start + 1000])
+    else:
+        shutil.rmtree(Path(spec) / namespace / generation, ignore_errors=True)
+
+
+def count_parents(store: BaseStore[str, Document]) -> int:
+    """How many parent records a store holds (one pass over its keys)."""
+    return sum(1 for _ in store.yield_keys())

@@ -1,0 +1,142 @@
+"""Opening an index generation: the live one of a store folder or of a Chroma server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from chromadb.api.client import Client
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import BaseStore
+
+from ingest.index.collections import Collections
+from ingest.index.generations import Generations
+from ingest.index.local import LocalGenerations
+from ingest.index.manifest import check_model
+from ingest.index.remote import RemoteGenerations
+from ingest.lexical import BM25Index
+from ingest.settings import Settings
+
+
+@dataclass
+class Index:
+    """An opened index: its collections and the parent store."""
+
+    path: Path
+    """The index folder (``index-*``), resolved from the ``current`` link."""
+    collections: Collections
+    """Children, card rows and restricted rows (one collection for all in older indexes)."""
+    docstore: BaseStore[str, Document]
+    """Parent cards by card id."""
+    manifest: dict[str, Any]
+    """What the index was built with (model, budgets, counts)."""
+    bm25: BM25Index | None = None
+    """BM25 over the same children (None for indexes built before it existed)."""
+    generation: str = ""
+    """The index generation's name (``index-<time>-<id>``); a re-ingest makes a new one."""
+    client: Client | None = None
+    """The generation's own Chroma client, released by :meth:`close` (None: a shared one,
+    such as the HTTP client of a Chroma server, which stays open)."""
+
+    def close(self) -> None:
+        """Release the generation's file handles and memory (its own Chroma client); idempotent.
+
+        The index must not be searched afterwards; a server closes a generation only once no
+        request can still be running on it.
+        """
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    @property
+    def vectorstore(self) -> Chroma:
+        """The children collection."""
+        return self.collections.children
+
+
+def generations_of(settings: Settings) -> LocalGenerations | RemoteGenerations:
+    """Where the settings keep generations: a Chroma server, or the store folder."""
+    if settings.chroma_url:
+        return RemoteGenerations(
+            str(settings.chroma_url), settings.namespace, settings.store_dir, settings.parent_store
+        )
+    return LocalGenerations(settings.store_dir, settings.parent_store)
+
+
+def own_client(generations: Generations, collections: Collections) -> Client | None:
+    """The Chroma client a generation's index owns (local), or None (a shared server client)."""
+    if isinstance(generations, LocalGenerations):
+        return cast(Client, collections.children._client)
+    return None
+
+
+def open_generation(
+    generations: Generations,
+    embeddings: Embeddings,
+    model: str | None,
+    languages: list[str],
+    where: str,
+) -> Index:
+    """Open the live generation, checking it was built with ``model``.
+
+    Raises:
+        StoreMissingError: when nothing has been ingested.
+        ModelMismatchError: when ``model`` differs from the index's.
+    """
+    generation = generations.current()
+    manifest = generations.manifest(generation)
+    check_model(f"{where} ({generation})", manifest, model)
+    collections = generations.collections(generation, embeddings)
+    return Index(
+        path=generations.path(generation),
+        collections=collections,
+        docstore=generations.parents(generation),
+        manifest=manifest,
+        bm25=generations.bm25(generation, collections, languages),
+        generation=generation,
+        client=own_client(generations, collections),
+    )
+
+
+def open_index(
+    store_dir: Path,
+    embeddings: Embeddings,
+    model: str | None = None,
+    parents: str | None = None,
+) -> Index:
+    """Open the index the ``current`` link of a store folder points to.
+
+    Args:
+        store_dir: The store folder.
+        embeddings: The embedding model for queries.
+        model: The configured model's name; when given, it must be the one the index was built
+            with (vectors of different models are not comparable, even at equal dimensions).
+        parents: ``CARDRAG_PARENT_STORE`` (None: the index folder's own ``parents/``).
+
+    Raises:
+        StoreMissingError: when nothing has been ingested into ``store_dir``.
+        ModelMismatchError: when ``model`` differs from the index's.
+    """
+    generations = LocalGenerations(Path(store_dir), parents)
+    return open_generation(generations, embeddings, model, ["en"], str(store_dir))
+
+
+def open_current(settings: Settings, embeddings: Embeddings) -> Index:
+    """The live index wherever the settings put it: a store folder, or a Chroma server."""
+    generations = generations_of(settings)
+    where = str(settings.chroma_url or settings.store_dir)
+    return open_generation(
+        generations, embeddings, settings.embedding_model, settings.bm25_languages, where
+    )
+
+
+def current_generation(settings: Settings) -> str:
+    """The live index generation's name; one cheap read (a link, or one Chroma call).
+
+    Raises:
+        StoreMissingError: when nothing has been ingested.
+    """
+    return generations_of(settings).current()
