@@ -139,6 +139,8 @@ class Service:
         self.settings = settings
         self.embeddings = load_embeddings(settings.embedding_model, settings.threads)
         self.served: Served | None = None
+        self.retired: Served | None = None
+        """The generation served before ``served``: kept open for requests still on it."""
         self.stale: str | None = None
         """Why the newest index is not the one served (None: it is)."""
         self._reload = threading.Lock()
@@ -162,7 +164,12 @@ class Service:
         with self._reload:
             if self.served is None or self.served.index.generation != generation:
                 try:
-                    self.served = self._open()
+                    opened = self._open()
+                    # the generation replaced now may still have a request waiting on it; the
+                    # one replaced before it cannot (its folder is gone too): release that one
+                    if self.retired is not None:
+                        self.retired.index.close()
+                    self.retired, self.served = self.served, opened
                     self.stale = None
                     logger.info("serving index %s", self.served.index.generation)
                 except (ValueError, OSError) as exc:  # mismatch, corrupt or missing manifest

@@ -285,3 +285,42 @@ def test_a_newer_index_that_cannot_be_opened_leaves_the_served_one_answering(
         reply = client.post("/ask", json={"question": NARROW})
         assert reply.status_code == 200
         assert [c["id"] for c in reply.json()["citations"]] == ["card-insulin-storage"]
+
+
+def _open_files_under(folder: Path) -> list[str]:
+    """This process's open file descriptors whose target lies under ``folder``."""
+    fds = Path("/proc/self/fd")
+    targets = []
+    for fd in fds.iterdir():
+        try:
+            targets.append(str(fd.readlink()))
+        except OSError:  # closed while listing
+            continue
+    return [t for t in targets if t.startswith(str(folder))]
+
+
+@pytest.mark.real
+def test_the_server_releases_the_generations_it_no_longer_serves(
+    tmp_path: Path, shipped_cards: list[Card]
+) -> None:
+    from app.server import Service
+
+    cards = card_folder(tmp_path / "cards", shipped_cards[:2])
+    settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
+
+    def reingest() -> str:  # as `cardrag ingest` would, which then exits
+        index = ingest_folder(settings, cards)
+        index.close()
+        return index.generation
+
+    generations = [reingest()]
+    service = Service(settings)
+    service.current()
+    for _ in range(3):
+        generations.append(reingest())
+        assert service.current().index.generation == generations[-1]
+    # served: the newest; kept open: the one before it (a request may still be on it);
+    # released: every older one (their folders are gone from disk too)
+    for old in generations[:-2]:
+        assert _open_files_under(tmp_path / "store" / old) == []
+    assert _open_files_under(tmp_path / "store" / generations[-1]) != []
