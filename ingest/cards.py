@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ingest import metadata as md
 from ingest.sections import split_sections
+from ingest.settings import default
 
 Sensitivity = Literal["public", "internal", "restricted"]
 SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)
@@ -208,19 +209,39 @@ def _parse_date(value: object, path: Path | str) -> dt.date:
     raise CardError(path, "accessed_at", f"{value!r} is not a date (use YYYY-MM-DD)")
 
 
-def load_card(path: Path) -> Card:
-    """Read and parse one card file, failing on anything that is not UTF-8."""
+MAX_CARD_CHARS: int = default("max_card_chars")
+"""Default size limit of one card file (``CARDRAG_MAX_CARD_CHARS``): a hundred times the
+longest shipped card, several long ``kind: document`` articles' worth. A file over it is
+refused before anything is embedded (a 5 MB paste took over 15 minutes to embed)."""
+
+
+def load_card(path: Path, max_chars: int = MAX_CARD_CHARS) -> Card:
+    """Read and parse one card file, failing on anything that is not UTF-8 or too long."""
+    if path.stat().st_size > 4 * max_chars:  # never read a huge file whole (4 bytes a char)
+        raise CardError(
+            path,
+            "body",
+            f"{path.stat().st_size:,} bytes, over the limit of "
+            f"{max_chars:,} characters (CARDRAG_MAX_CARD_CHARS)",
+        )
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CardError(path, "encoding", f"not UTF-8 (byte {exc.start})") from exc
+    if len(text) > max_chars:
+        raise CardError(
+            path,
+            "body",
+            f"{len(text):,} characters, over the limit of {max_chars:,} (CARDRAG_MAX_CARD_CHARS)",
+        )
     return parse_card(text, path)
 
 
-def load_cards(folder: Path | str) -> list[Card]:
+def load_cards(folder: Path | str, max_chars: int = MAX_CARD_CHARS) -> list[Card]:
     """Load every ``*.md`` card under a folder, sorted by file name.
 
-    A long document (``kind: document``) becomes one card per section, in order.
+    A long document (``kind: document``) becomes one card per section, in order. A file
+    longer than ``max_chars`` characters is refused (:data:`MAX_CARD_CHARS`).
 
     Raises:
         CardError: for the first bad card, or a duplicate id (naming both files).
@@ -234,7 +255,9 @@ def load_cards(folder: Path | str) -> list[Card]:
     if not paths:
         msg = f"{root}: no *.md cards found"
         raise FileNotFoundError(msg)
-    return check_unique(section for p in paths for section in split_sections(load_card(p)))
+    return check_unique(
+        section for p in paths for section in split_sections(load_card(p, max_chars))
+    )
 
 
 def check_unique(cards: Iterable[Card]) -> list[Card]:

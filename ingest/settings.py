@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     threads: int = Field(default=1, ge=1)
     """Torch threads for embedding. Fixed, because two threads collapse under CPU contention."""
 
+    max_card_chars: int = Field(default=200_000, ge=1)
+    """Size limit of one card file in characters (200,000: a hundred times the longest shipped
+    card, several long articles); ingest refuses a longer file, naming it, before embedding."""
+
     chroma_url: str | None = None
     """A Chroma server (``http://127.0.0.1:8000``) instead of the embedded store on disk; the
     live index is the collection a pointer collection names, swapped on re-ingest."""

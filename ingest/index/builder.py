@@ -168,7 +168,7 @@ def ingest_folder(
     Raises:
         NotAStoreError: when ``clean`` is asked of a folder that is not a cardrag store.
     """
-    cards = load_cards(cards_dir or settings.cards_dir)
+    cards = load_cards(cards_dir or settings.cards_dir, settings.max_card_chars)
     generations = generations_of(settings)
     if clean and isinstance(generations, LocalGenerations) and not generations.looks_like_a_store():
         msg = (

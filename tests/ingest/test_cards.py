@@ -121,3 +121,23 @@ def test_an_id_ending_in_a_newline_or_too_long_is_refused(tmp_path: Path) -> Non
             CardError, match="is not of the form card-<lowercase-slug> of at most 120"
         ):
             load_card(path)
+
+
+def test_a_card_over_the_size_limit_is_refused_naming_the_file(tmp_path: Path) -> None:
+    body = "Take it with food. " * 20  # 380 characters
+    path = tmp_path / "card-long.md"
+    path.write_text(
+        "---\nid: card-long\ntitle: Long\nlicense: CC0-1.0\ntopics: [a]\n"
+        f"accessed_at: 2026-01-01\nsensitivity: public\n---\n{body}\n",
+        encoding="utf-8",
+    )
+    size = len(path.read_text(encoding="utf-8"))
+    with pytest.raises(CardError) as err:
+        load_cards(tmp_path, max_chars=size - 1)
+    assert str(err.value) == (
+        f"{path}: field 'body': {size:,} characters, over the limit of {size - 1:,} "
+        "(CARDRAG_MAX_CARD_CHARS)"
+    )
+    with pytest.raises(CardError, match=r"bytes, over the limit of 10 characters"):
+        load_cards(tmp_path, max_chars=10)  # far over: refused from its size, never read
+    assert [c.id for c in load_cards(tmp_path, max_chars=size)] == ["card-long"]

@@ -292,3 +292,19 @@ def test_bm25_from_the_rows_written_is_the_index_a_read_back_builds(tmp_path: Pa
         "card-alpha::01",
         "card-alpha::00",
     ]
+
+
+def test_the_card_size_limit_is_a_setting_checked_before_anything_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ingest.__main__ import main
+
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("CARDRAG_MAX_CARD_CHARS", "1000")
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", "no-such-model")  # never reached
+    assert main(["--cards", str(CARDS_DIR)]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("ingest failed, previous index untouched: ")
+    assert f"{CARDS_DIR / 'adherence-reminders.md'}: field 'body': 1,290 characters" in line
+    assert line.endswith("over the limit of 1,000 (CARDRAG_MAX_CARD_CHARS)")
+    assert not (tmp_path / "store").exists()
