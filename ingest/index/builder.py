@@ -9,6 +9,7 @@ is removed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ def build(
     languages: Sequence[str] = ("en",),
     progress: bool = True,
     clean: bool = False,
+    locked: bool = False,
 ) -> tuple[Index, str | None]:
     """Build a complete new generation beside the live one, swap it in, collect the old ones.
 
@@ -57,6 +59,7 @@ def build(
         languages: Languages of the cards, for BM25 stop words.
         progress: Show progress bars.
         clean: Keep no generation but the new one (the replaced one too is removed).
+        locked: The caller already holds ``generations.lock()`` (taken here otherwise).
 
     Returns:
         The new index, opened, and the generation it replaced.
@@ -64,52 +67,28 @@ def build(
     Raises:
         StoreLockedError: when another ingest holds the store's writer lock.
     """
-    with generations.lock():
-        return write(
-            cards,
-            generations,
-            embeddings,
-            splitter,
-            extra_manifest=extra_manifest,
-            languages=languages,
-            progress=progress,
-            clean=clean,
-        )
-
-
-def write(
-    cards: Sequence[Card],
-    generations: Generations,
-    embeddings: Embeddings,
-    splitter: CardSplitter,
-    *,
-    extra_manifest: dict[str, Any] | None = None,
-    languages: Sequence[str] = ("en",),
-    progress: bool = True,
-    clean: bool = False,
-) -> tuple[Index, str | None]:
-    """:func:`build`'s work, for a caller that already holds ``generations.lock()``."""
-    generation = generations.new()
-    try:
-        collections = generations.collections(generation, embeddings)
-        docstore = generations.parents(generation)
-        written = upsert_documents(
-            collections, docstore, splitter, [c.to_document() for c in cards], progress=progress
-        )
-        bm25 = BM25Index.from_rows(
-            ((str(d.id), d.page_content, d.metadata) for d in written), languages
-        )
-        manifest = make_manifest(splitter, len(cards), len(written), extra_manifest)
-        generations.complete(generation, manifest, bm25)
-        previous = generations.swap(generation)
-    except BaseException:
-        logger.warning("ingest failed; removing the partial index %s", generation)
-        generations.drop(generation)
-        raise
-    keep = {generation} if clean or previous is None else {generation, previous}
-    dropped = generations.collect(keep)
-    if dropped:
-        logger.info("removed %d old generation(s): %s", len(dropped), ", ".join(dropped))
+    with contextlib.nullcontext() if locked else generations.lock():
+        generation = generations.new()
+        try:
+            collections = generations.collections(generation, embeddings)
+            docstore = generations.parents(generation)
+            written = upsert_documents(
+                collections, docstore, splitter, [c.to_document() for c in cards], progress=progress
+            )
+            bm25 = BM25Index.from_rows(
+                ((str(d.id), d.page_content, d.metadata) for d in written), languages
+            )
+            manifest = make_manifest(splitter, len(cards), len(written), extra_manifest)
+            generations.complete(generation, manifest, bm25)
+            previous = generations.swap(generation)
+        except BaseException:
+            logger.warning("ingest failed; removing the partial index %s", generation)
+            generations.drop(generation)
+            raise
+        keep = {generation} if clean or previous is None else {generation, previous}
+        dropped = generations.collect(keep)
+        if dropped:
+            logger.info("removed %d old generation(s): %s", len(dropped), ", ".join(dropped))
     index = Index(
         path=generations.path(generation),
         collections=collections,
@@ -180,7 +159,7 @@ def ingest_folder(
     if isinstance(generations, RemoteGenerations):
         extra["chroma_url"] = generations.url
     with generations.lock():  # before the model loads: a second ingest is refused at once
-        index, _ = write(
+        index, _ = build(
             cards,
             generations,
             load_embeddings(settings.embedding_model, settings.threads),
@@ -188,5 +167,6 @@ def ingest_folder(
             extra_manifest=extra,
             languages=settings.bm25_languages,
             clean=clean,
+            locked=True,
         )
     return index

@@ -20,6 +20,7 @@ from ingest.cards import Card
 from ingest.embeddings import UnknownModelError
 from ingest.index import (
     GenerationCountError,
+    Index,
     LocalGenerations,
     NotAStoreError,
     StoreLockedError,
@@ -102,12 +103,21 @@ def test_clean_refuses_a_folder_that_is_not_a_store_before_loading_anything(
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
 
 
+def _live_store(tmp_path: Path, cards: list[Card]) -> tuple[Path, Path, Index]:
+    """A cards folder, and a store ingested from it with the real model: (cards, store, index)."""
+    folder = card_folder(tmp_path / "cards", cards)
+    store = tmp_path / "store"
+    return (
+        folder,
+        store,
+        ingest_folder(Settings(store_dir=store, embedding_model=REAL_MODEL), folder),
+    )
+
+
 def test_clean_with_a_mistyped_model_leaves_the_index_answering(
     tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
-    cards = card_folder(tmp_path / "cards", shipped_cards[:3])
-    store = tmp_path / "store"
-    first = ingest_folder(Settings(store_dir=store, embedding_model=REAL_MODEL), cards)
+    cards, store, first = _live_store(tmp_path, shipped_cards[:3])
     bad = Settings(store_dir=store, embedding_model="all-minilm-l6-v3")
     with pytest.raises(UnknownModelError):
         ingest_folder(bad, cards, clean=True)
@@ -165,9 +175,7 @@ def _ingest(store: Path, cards: Path) -> subprocess.Popen[str]:
 def test_an_ingest_while_another_writes_exits_2_and_touches_nothing(
     tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
-    cards = card_folder(tmp_path / "cards", shipped_cards[:3])
-    store = tmp_path / "store"
-    first = ingest_folder(Settings(store_dir=store, embedding_model=REAL_MODEL), cards)
+    cards, store, first = _live_store(tmp_path, shipped_cards[:3])
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(store), "60"],
         cwd=ROOT,
