@@ -19,7 +19,7 @@ from langchain_core.embeddings import Embeddings
 
 from ingest.cards import Card, load_cards
 from ingest.embeddings import load_embeddings
-from ingest.index.generations import Generations
+from ingest.index.generations import Generations, collect
 from ingest.index.local import LocalGenerations
 from ingest.index.manifest import make_manifest
 from ingest.index.reader import Index, generations_of, own_client
@@ -86,7 +86,7 @@ def build(
             generations.drop(generation)
             raise
         keep = {generation} if clean or previous is None else {generation, previous}
-        dropped = generations.collect(keep)
+        dropped = collect(generations, keep)
         if dropped:
             logger.info("removed %d old generation(s): %s", len(dropped), ", ".join(dropped))
     index = Index(
@@ -111,7 +111,6 @@ def build_index(
     progress: bool = True,
     languages: Sequence[str] = ("en",),
     parents: str | None = None,
-    clean: bool = False,
 ) -> Index:
     """:func:`build` into a store folder (see :class:`LocalGenerations`); the new index."""
     generations = LocalGenerations(Path(store_dir), parents)
@@ -123,7 +122,6 @@ def build_index(
         extra_manifest=extra_manifest,
         languages=languages,
         progress=progress,
-        clean=clean,
     )
     return index
 

@@ -24,7 +24,7 @@ One protocol, :class:`Generations`, with two implementations:
   process that opens a generation.
 
 One writer at a time: :meth:`Generations.lock` is held for a whole ingest, so garbage
-collection (:meth:`Generations.collect`, run under the lock) can only ever meet complete
+collection (:func:`collect`, run under the lock) can only ever meet complete
 generations and the leftovers of a writer that died; it never removes a generation another
 ingest is building. :meth:`Generations.swap` refuses a generation whose row and record counts
 differ from its manifest.
@@ -136,10 +136,18 @@ class Generations(Protocol):
         """Remove a generation's rows and records."""
         ...
 
-    def collect(self, keep: Collection[str]) -> list[str]:
-        """Drop every generation not in ``keep`` (call under :meth:`lock`); the dropped."""
+    def generations(self) -> list[str]:
+        """Every generation there is (complete or not), oldest first."""
         ...
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the store's one writer lock, or raise :class:`StoreLockedError` at once."""
         ...
+
+
+def collect(generations: Generations, keep: Collection[str]) -> list[str]:
+    """Drop every generation not in ``keep`` (call under ``generations.lock()``); the dropped."""
+    dropped = [g for g in generations.generations() if g not in keep]
+    for generation in dropped:
+        generations.drop(generation)
+    return dropped

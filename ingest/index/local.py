@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,13 +127,6 @@ class LocalGenerations:
     def generations(self) -> list[str]:
         """Every generation folder, oldest first."""
         return sorted(p.name for p in self.store_dir.glob("index-*") if p.is_dir())
-
-    def collect(self, keep: Collection[str]) -> list[str]:
-        """Drop every generation folder not in ``keep``."""
-        dropped = [g for g in self.generations() if g not in keep]
-        for generation in dropped:
-            self.drop(generation)
-        return dropped
 
     def looks_like_a_store(self) -> bool:
         """Whether the folder is missing, empty, or holds cardrag's files (``--clean`` asks)."""

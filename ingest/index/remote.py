@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,13 +150,6 @@ class RemoteGenerations:
         """Every generation with a children collection on the server, oldest first."""
         names = [c.name for c in http_client(self.url).list_collections()]
         return sorted(n.removeprefix(self.prefix) for n in names if n.startswith(self.prefix))
-
-    def collect(self, keep: Collection[str]) -> list[str]:
-        """Drop every generation of this namespace not in ``keep``."""
-        dropped = [g for g in self.generations() if g not in keep]
-        for generation in dropped:
-            self.drop(generation)
-        return dropped
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
