@@ -16,11 +16,12 @@ import sys
 import tomllib
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
 
-from app.context import Context
+from app.context import Context, StaffAccessError, for_staff
 from app.graph import QuestionError, answer, check_question, retrieved_card
 from app.reply import Reply, RetrievedCard
 from ingest import __main__ as ingest_main
@@ -38,15 +39,21 @@ def plugin_commands() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
 
 
-def build_retriever(settings: Settings) -> BaseRetriever:
+def build_context(settings: Settings, *, staff: bool = False, **overrides: Any) -> Context:
+    """The app's context over the current index; with ``staff``, one that shows internal cards."""
+    context = Context.from_settings(settings, **overrides)
+    return for_staff(context, settings) if staff else context
+
+
+def build_retriever(settings: Settings, *, staff: bool = False) -> BaseRetriever:
     """The retriever over the current index, configured from settings (the app's own)."""
-    return Context.from_settings(settings).retriever
+    return build_context(settings, staff=staff).retriever
 
 
-def cmd_retrieve(settings: Settings, question: str, k: int | None) -> int:
+def cmd_retrieve(settings: Settings, question: str, k: int | None, *, staff: bool = False) -> int:
     """Print the top parent cards with scores and the matched child of each."""
     question = check_question(question)
-    docs = build_retriever(settings).invoke(question, k=k)
+    docs = build_retriever(settings, staff=staff).invoke(question, k=k)
     print(f"Q: {question}")
     if not docs:
         print("no card passes the similarity gate")
@@ -97,15 +104,18 @@ def format_reply(reply: Reply) -> str:
     return "\n".join(lines)
 
 
-def cmd_ask(settings: Settings, question: str, k: int | None, *, as_json: bool) -> int:
+def cmd_ask(
+    settings: Settings, question: str, k: int | None, *, as_json: bool, staff: bool = False
+) -> int:
     """Answer one question with citations."""
     question = check_question(question)
-    context = Context.from_settings(settings, **({"k": k} if k else {}))
+    context = build_context(settings, staff=staff, **({"k": k} if k else {}))
     reply = answer(question, context)
     print(reply.model_dump_json(indent=2) if as_json else format_reply(reply))
     return 0
 
 
+STAFF_HELP = "staff access: internal cards too (needs CARDRAG_STAFF_ACCESS=true)"
 MAX_K = 20
 """The most cards a question may ask for (as the web API)."""
 
@@ -132,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ask.add_argument("question")
     p_ask.add_argument("--json", action="store_true", help="print the structured reply as JSON")
     p_ask.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
+    p_ask.add_argument("--staff", action="store_true", help=STAFF_HELP)
     p_ingest = sub.add_parser("ingest", help="build the store from a folder of cards")
     p_ingest.add_argument("--cards", type=Path, default=None, help="folder of cards")
     p_ingest.add_argument(
@@ -140,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
+    p_ret.add_argument("--staff", action="store_true", help=STAFF_HELP)
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
     plugins = plugin_commands()
     for name, ep in sorted(plugins.items()):  # each parses its own options (`cardrag NAME -h`)
@@ -162,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ingest":
             return ingest_main.run(settings, args.cards, clean=args.clean)
         if args.command == "ask":
-            return cmd_ask(settings, args.question, args.k, as_json=args.json)
+            return cmd_ask(settings, args.question, args.k, as_json=args.json, staff=args.staff)
         if args.command == "retrieve":
-            return cmd_retrieve(settings, args.question, args.k)
+            return cmd_retrieve(settings, args.question, args.k, staff=args.staff)
         if args.command == "serve":
             from app.server import serve
 
@@ -175,7 +187,13 @@ def main(argv: list[str] | None = None) -> int:
             if code:
                 return code
         return cmd_ask(settings, DEMO_QUESTION, None, as_json=False)
-    except (StoreMissingError, ModelMismatchError, QuestionError, UnknownModelError) as exc:
+    except (
+        StoreMissingError,
+        ModelMismatchError,
+        QuestionError,
+        UnknownModelError,
+        StaffAccessError,
+    ) as exc:
         print(f"cardrag: {exc}", file=sys.stderr)
         return 2
 

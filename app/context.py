@@ -7,7 +7,7 @@ LangChain retriever can be the context's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -79,6 +79,34 @@ class Context:
         }
         values.update(overrides)
         return cls(**values)
+
+
+class StaffAccessError(PermissionError):
+    """Staff access was asked of a deployment that does not allow it."""
+
+
+def check_staff_access(settings: Settings) -> None:
+    """Refuse staff access where the settings do not allow it.
+
+    Raises:
+        StaffAccessError: when ``settings.staff_access`` is off.
+    """
+    if not settings.staff_access:
+        msg = "staff access is not enabled here (set CARDRAG_STAFF_ACCESS=true to allow it)"
+        raise StaffAccessError(msg)
+
+
+def for_staff(context: Context, settings: Settings) -> Context:
+    """The context a staff request runs with: ``internal`` cards may be retrieved too.
+
+    Raises:
+        StaffAccessError: when ``settings.staff_access`` is off.
+    """
+    check_staff_access(settings)
+    retriever = context.retriever
+    if isinstance(retriever, ScoredParentDocumentRetriever):
+        retriever = retriever.model_copy(update={"allow_internal": True})
+    return replace(context, retriever=retriever)
 
 
 def resolve_chat_model(spec: str | BaseChatModel) -> BaseChatModel:

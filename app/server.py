@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover - depends on the environment
         """Stands in when redis is not installed (never raised)."""
 
 
-from app.context import Context
+from app.context import Context, StaffAccessError, check_staff_access, for_staff
 from app.graph import answer, check_question
 from app.guard import Guard
 from app.reply import Reply
@@ -59,6 +59,7 @@ from ingest.index import (
     open_current,
 )
 from ingest.settings import Settings
+from retrievers.parent import visible
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,10 @@ class Question(BaseModel):
 
     question: str = Field(description="The question, 1 to 2,000 characters after trimming.")
     k: int | None = Field(default=None, ge=1, le=20, description="Cards to retrieve.")
+    staff: bool = Field(
+        default=False,
+        description="Staff access: internal cards too (403 unless the server allows it).",
+    )
 
     @field_validator("question")
     @classmethod
@@ -185,6 +190,14 @@ class Service:
         return Served(index=index, context=context)
 
 
+def allow_staff(settings: Settings) -> None:
+    """A 403 with the reason unless the server allows staff access (``staff_access``)."""
+    try:
+        check_staff_access(settings)
+    except StaffAccessError as exc:
+        raise HTTPException(status_code=403, detail=str(exc)) from exc
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The FastAPI application; the model loads when it starts (lifespan)."""
 
@@ -252,14 +265,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except NOT_SERVABLE as exc:
             raise HTTPException(status_code=503, detail=str(exc)) from exc
         context = served.context
+        if body.staff:
+            allow_staff(service.settings)
+            context = for_staff(context, service.settings)
         if body.k is not None:
             context = replace(context, k=body.k)
         with service.answering:
             return answer(body.question, context)
 
     @app.get("/cards/{card_id}", response_model=CardView)
-    def card(card_id: str) -> CardView:
+    def card(card_id: str, staff: bool = False) -> CardView:
         service = service_of()
+        if staff:
+            allow_staff(service.settings)
         if not valid_card_id(card_id):  # also keeps over-long names away from the file store
             raise HTTPException(status_code=404, detail=NOT_FOUND)
         try:
@@ -267,7 +285,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except NOT_SERVABLE as exc:
             raise HTTPException(status_code=503, detail=str(exc)) from exc
         [doc] = served.index.docstore.mget([card_id])
-        if doc is None or doc.metadata.get(md.SENSITIVITY) == "restricted":
+        sensitivity = str(doc.metadata.get(md.SENSITIVITY, "public")) if doc else ""
+        if doc is None or not visible(sensitivity, allow_internal=staff, allow_restricted=False):
             raise HTTPException(status_code=404, detail=NOT_FOUND)
         meta = doc.metadata
         return CardView(

@@ -106,7 +106,7 @@ class Card(BaseModel):
     accessed_at: dt.date
     """When the card's content was last checked."""
     sensitivity: Sensitivity
-    """``public``, ``internal`` or ``restricted`` (restricted never reaches a user by default)."""
+    """``public``, ``internal`` (staff only) or ``restricted`` (never shown by default)."""
     body: str
     """The card text without front matter, stripped."""
     source: str = ""

@@ -148,6 +148,11 @@ class Settings(BaseSettings):
     """Parents whose best dense similarity is below this are dropped (the refusal gate);
     unset means the model's calibrated default from ``MODEL_MIN_SIMILARITY``."""
 
+    staff_access: bool = False
+    """Let callers ask for staff access (``cardrag ask --staff``, ``"staff": true`` in
+    ``POST /ask``, ``?staff=true`` on ``GET /cards``), which also shows ``internal`` cards.
+    Off: such a request is refused; ``internal`` cards are never shown to anyone."""
+
     grading: bool = True
     """Grade retrieved cards before answering and refuse when none can answer the question
     (:mod:`app.grading`); off, every card that passes the similarity gate is used."""

@@ -91,6 +91,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
     allow_restricted: bool = False
     """Return cards whose ``sensitivity`` is ``restricted`` (excluded in the query by default)."""
+    allow_internal: bool = False
+    """Return cards whose ``sensitivity`` is ``internal`` (written for staff). By default they
+    are ranked with the others and dropped before expansion: they are few, and a metadata
+    filter on the public collections would slow every query (:mod:`ingest.index.collections`)."""
     card_rows: bool = False
     """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
     bm25: BM25Index | None = None
@@ -287,7 +291,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             part = ranked[start : start + k - len(docs)]
             records = self.docstore.mget([p.parent_id for p in part])
             more, gone = assemble(
-                part, records, k - len(docs), allow_restricted=self.allow_restricted
+                part,
+                records,
+                k - len(docs),
+                allow_restricted=self.allow_restricted,
+                allow_internal=self.allow_internal,
             )
             docs += more
             missing += gone
@@ -446,8 +454,11 @@ def assemble(
     k: int,
     *,
     allow_restricted: bool,
+    allow_internal: bool = False,
 ) -> tuple[list[Document], list[str]]:
     """Turn ranked parent hits and their docstore records into at most k scored documents.
+
+    Cards the caller may not see (:func:`visible`) are skipped.
 
     Returns:
         The documents, and the ids of parents missing from the docstore (skipped).
@@ -458,12 +469,35 @@ def assemble(
         if parent is None:
             missing.append(hit.parent_id)
             continue
-        if not allow_restricted and parent.metadata.get(md.SENSITIVITY) == "restricted":
-            continue  # defence in depth: the query already excludes restricted children
+        sensitivity = str(parent.metadata.get(md.SENSITIVITY, "public"))
+        if not visible(
+            sensitivity, allow_internal=allow_internal, allow_restricted=allow_restricted
+        ):
+            continue  # restricted: defence in depth (the query excludes their rows already)
         docs.append(parent_document(hit, parent))
         if len(docs) == k:
             break
     return docs, missing
+
+
+def visible(sensitivity: str, *, allow_internal: bool, allow_restricted: bool) -> bool:
+    """Whether a card of this sensitivity may be shown to the caller.
+
+    ``public`` cards to everyone; ``internal`` ones to staff (or a caller allowed restricted
+    cards); ``restricted`` ones only to a caller allowed them. An unknown value is restricted.
+
+    Example:
+        >>> [visible(s, allow_internal=False, allow_restricted=False)
+        ...  for s in ("public", "internal", "restricted", "secret")]
+        [True, False, False, False]
+        >>> visible("internal", allow_internal=True, allow_restricted=False)
+        True
+    """
+    if sensitivity == "public":
+        return True
+    if sensitivity == "internal":
+        return allow_internal or allow_restricted
+    return allow_restricted
 
 
 def parent_document(hit: ParentHit, parent: Document) -> Document:

@@ -324,3 +324,14 @@ def test_the_server_releases_the_generations_it_no_longer_serves(
     for old in generations[:-2]:
         assert _open_files_under(tmp_path / "store" / old) == []
     assert _open_files_under(tmp_path / "store" / generations[-1]) != []
+
+
+def test_the_shipped_internal_card_is_not_shown_to_patients(client: TestClient) -> None:
+    # issue 19: card-refill-requests ("written for team members") was served and cited
+    asked = client.post(
+        "/ask", json={"question": "What is the on-call pharmacist direct line code?"}
+    )
+    card = client.get("/cards/card-refill-requests")
+    assert asked.status_code == 200
+    assert "card-refill-requests" not in asked.text
+    assert (card.status_code, card.json()) == (404, {"detail": "card not found"})

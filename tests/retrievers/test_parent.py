@@ -345,8 +345,10 @@ def test_restricted_card_never_returned_by_default(
     assert allowed.invoke(question)[0].id == "card-staff-escalation-protocol"
     default = ScoredParentDocumentRetriever.over(index.collections, docstore=index.docstore, k=10)
     docs = default.invoke(question)
-    assert len(docs) == 10  # ten public cards, none of them restricted
-    assert {d.metadata["sensitivity"] for d in docs} == {"public", "internal"}
+    assert len(docs) == 10  # ten public cards, none restricted, none internal (staff only)
+    assert {d.metadata["sensitivity"] for d in docs} == {"public"}
+    staff = default.model_copy(update={"allow_internal": True}).invoke(question)
+    assert {d.metadata["sensitivity"] for d in staff} == {"public", "internal"}
     assert {"card-staff-escalation-protocol", "card-controlled-drugs-audit"}.isdisjoint(
         d.id for d in docs
     )
