@@ -1,9 +1,13 @@
-"""The citation contract: ``[cite:card-X]`` markers, verified against the retrieved cards."""
+"""The citation contract: ``[cite:card-X]`` markers, checked against the retrieved cards.
+
+A cited card must be retrieved, and (for a chat model's draft) hold the words its marker
+follows (:func:`misattributed`).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 CITATION = re.compile(r"\[cite:\s*([^\]]*?)\s*\]")
@@ -77,3 +81,72 @@ def verify_citations(answer: str, declared: Iterable[str], retrieved: Sequence[s
     cleaned = tidy(CITATION.sub(keep, answer))
     valid = [cid for cid in cited if cid in allowed]
     return Verified(cleaned, valid, rejected, uncited=bool(retrieved) and not valid)
+
+
+MARKER_RUN = re.compile(r"(?:\s*\[cite:\s*[^\]]*?\s*\])+")
+"""One or more markers in a row: together they cite the text before them."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of an answer and the cards the markers after it cite."""
+
+    text: str
+    """The words since the previous run of markers."""
+    cited: list[str]
+    """Ids in the run of markers that follows them, in order, without repeats."""
+
+
+def segments(answer: str) -> list[Segment]:
+    """The answer's cited stretches, one per run of markers.
+
+    Example:
+        >>> [(s.text, s.cited) for s in segments("Cold [cite:card-a]. Ask [cite:b] [cite:c].")]
+        [('Cold', ['card-a']), ('Ask', ['b', 'c'])]
+    """
+    out: list[Segment] = []
+    start = 0
+    for run in MARKER_RUN.finditer(answer):
+        ids = list(dict.fromkeys(m.group(1) for m in CITATION.finditer(run.group(0))))
+        text = answer[start : run.start()].strip().lstrip(".!?;:, ")
+        out.append(Segment(text, ids))
+        start = run.end()
+    return out
+
+
+def misattributed(cited: Sequence[str], support: Mapping[str, float]) -> list[str]:
+    """The cited cards that are not among the cards supporting a stretch best.
+
+    A stretch citing n cards must cite n of the n retrieved cards whose closest sentence is
+    closest to it (``support``: each retrieved card's best similarity to the stretch). A
+    sentence copied from card Y and attributed to card X is closest to Y, so X is rejected.
+    The rule compares cards with each other and uses no threshold, so it behaves the same on
+    every model's similarity scale.
+
+    Example:
+        >>> misattributed(["card-x"], {"card-x": 0.81, "card-y": 0.97})
+        ['card-x']
+        >>> misattributed(["card-x", "card-y"], {"card-x": 0.81, "card-y": 0.97, "card-z": 0.7})
+        []
+    """
+    n = len(cited)
+    best = sorted(support, key=lambda cid: -support[cid])[:n]
+    return [cid for cid in cited if cid in support and cid not in best]
+
+
+def drop_markers(answer: str, rejected: Sequence[Iterable[str]]) -> str:
+    """The answer without the markers ``rejected[i]`` lists for its i-th run of markers.
+
+    Example:
+        >>> drop_markers("A [cite:card-x][cite:card-y]. B [cite:card-x].", [["card-y"], []])
+        'A [cite:card-x]. B [cite:card-x].'
+    """
+    runs = iter([set(r) for r in rejected])
+
+    def rebuild(run: re.Match[str]) -> str:
+        drop = next(runs, set())
+        kept = [m.group(0) for m in CITATION.finditer(run.group(0)) if m.group(1) not in drop]
+        lead = run.group(0)[: len(run.group(0)) - len(run.group(0).lstrip())]
+        return lead + "".join(kept) if kept else ""
+
+    return tidy(MARKER_RUN.sub(rebuild, answer))

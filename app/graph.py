@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.documents import Document
@@ -24,13 +25,22 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from app.citations import (
+    Verified,
+    drop_markers,
+    extract_citations,
+    misattributed,
+    neutralise,
+    segments,
+)
 from app.citations import verify_citations as check_citations
 from app.context import Context, resolve_chat_model
-from app.extractive import ExtractiveAnswerer
+from app.extractive import ExtractiveAnswerer, split_sentences
 from app.grading import refusal_reason
 from app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
 from app.reply import CitedCard, Draft, Reply, RetrievedCard
 from app.state import State
+from app.vectors import Vectors, dot
 from ingest import metadata as md
 from retrievers.matched import MatchedCard
 
@@ -105,8 +115,12 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {"draft": ask_chat_model(model, state["question"], docs, ctx.prompt_budget)}
 
 
-def verify_citations(state: State) -> dict[str, Any]:
-    """Keep only citations of retrieved cards and build the reply."""
+def verify_citations(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Keep only citations of retrieved cards that support what they follow; build the reply.
+
+    The extractive answerer quotes a card's own sentence before its marker, so its citations
+    are right by construction; a chat model's are checked (:func:`check_attribution`).
+    """
     docs = state["documents"]
     draft = state["draft"]
     if not draft.answered:  # the chat model read the cards and found no answer in them
@@ -114,6 +128,8 @@ def verify_citations(state: State) -> dict[str, Any]:
     checked = check_citations(draft.answer, draft.citations, [str(d.id) for d in docs])
     if checked.rejected:
         logger.warning("removed citations of cards that were not retrieved: %s", checked.rejected)
+    if runtime.context.chat_model is not None:
+        checked = check_attribution(checked, docs, _vectors_of(runtime.context))
     titles = {str(d.id): str(d.metadata.get(md.TITLE, "")) for d in docs}
     grades = state.get("grades", [])
     scores = {g.card_id: g.answerability for g in grades}
@@ -140,6 +156,53 @@ def refuse(state: State) -> dict[str, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def check_attribution(checked: Verified, docs: Sequence[Document], vectors: Vectors) -> Verified:
+    """Remove the markers of cards that do not support the words they follow.
+
+    Each cited stretch of the answer is compared with every retrieved card's sentences, the
+    way grading compares the question (:func:`app.citations.misattributed` decides). A card
+    with a removed marker joins ``rejected``; it stays cited only where it still has one.
+    """
+    parts = segments(checked.answer)
+    if not parts:
+        return checked
+    sentences = {
+        str(d.id): split_sentences(neutralise(MatchedCard.from_document(d).text)) for d in docs
+    }
+    rejected: list[list[str]] = []
+    for part in parts:
+        if not part.text:
+            rejected.append([])
+            continue
+        vector = vectors.question(part.text)
+        support = {
+            cid: max((dot(vector, v) for v in vectors.sentences(texts)), default=-1.0)
+            for cid, texts in sentences.items()
+        }
+        rejected.append(misattributed(part.cited, support))
+    if not any(rejected):
+        return checked
+    answer = drop_markers(checked.answer, rejected)
+    wrong = list(dict.fromkeys(cid for ids in rejected for cid in ids))
+    logger.warning("removed citations of cards that do not hold the cited words: %s", wrong)
+    gone = set(extract_citations(checked.answer)) - set(extract_citations(answer))
+    citations = [cid for cid in checked.citations if cid not in gone]
+    return Verified(
+        answer=answer,
+        citations=citations,
+        rejected=[*checked.rejected, *(cid for cid in wrong if cid not in checked.rejected)],
+        uncited=bool(docs) and not citations,
+    )
+
+
+def _vectors_of(ctx: Context) -> Vectors:
+    """The context's shared question and sentence vectors (made when it has none)."""
+    for holder in (ctx.answerer, ctx.grader):
+        if holder is not None and holder.vectors is not None:
+            return holder.vectors
+    return Vectors(_embeddings_of(ctx))
 
 
 def ask_chat_model(model: BaseChatModel, question: str, docs: list[Document], budget: int) -> Draft:

@@ -66,7 +66,8 @@ class Reply(BaseModel):
     retrieved: list[RetrievedCard] = Field(default_factory=list)
     """Cards retrieved, best first."""
     rejected_citations: list[str] = Field(default_factory=list)
-    """Ids the draft cited that were not retrieved (or do not exist); removed from the answer."""
+    """Ids the draft cited that were not retrieved (or do not exist), or whose marker follows
+    words the card does not hold (a chat model's draft); those markers are removed."""
     uncited: bool = False
     """True when cards were retrieved but the answer cites none of them."""
     refused: bool = False

@@ -1,6 +1,13 @@
 from __future__ import annotations
 
-from app.citations import extract_citations, verify_citations
+from app.citations import (
+    Segment,
+    drop_markers,
+    extract_citations,
+    misattributed,
+    segments,
+    verify_citations,
+)
 
 
 def test_extract_citations_in_order_without_repeats() -> None:
@@ -32,3 +39,26 @@ def test_markers_inside_card_text_are_removed_cleanly() -> None:
 
     assert neutralise("A [cite:card-a]. B [cite: card-b ][cite:x] and C.") == "A. B and C."
     assert neutralise("No markers here.") == "No markers here."
+
+
+def test_segments_pair_each_run_of_markers_with_the_words_before_it() -> None:
+    answer = "Keep it cold [cite:card-a]. Ask first [cite:card-b] [cite:card-c][cite:card-b]. Bye."
+    assert segments(answer) == [
+        Segment("Keep it cold", ["card-a"]),
+        Segment("Ask first", ["card-b", "card-c"]),
+    ]
+
+
+def test_a_stretch_citing_n_cards_must_cite_n_of_the_n_closest() -> None:
+    support = {"card-a": 0.90, "card-b": 0.85, "card-c": 0.80}
+    assert misattributed(["card-a"], support) == []
+    assert misattributed(["card-c"], support) == ["card-c"]
+    assert misattributed(["card-b", "card-a"], support) == []
+    assert misattributed(["card-a", "card-c"], support) == ["card-c"]
+    assert misattributed(["card-zz"], support) == []  # not retrieved: the other check's job
+
+
+def test_drop_markers_removes_only_the_rejected_ones_of_each_run() -> None:
+    answer = "A [cite:card-x] [cite:card-y]. B [cite:card-y]."
+    assert drop_markers(answer, [["card-y"], []]) == "A [cite:card-x]. B [cite:card-y]."
+    assert drop_markers(answer, [["card-x", "card-y"], ["card-y"]]) == "A. B."

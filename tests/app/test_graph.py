@@ -127,3 +127,27 @@ def test_question_checks() -> None:
         QuestionError, match="the question is 2001 characters long; the limit is 2000"
     ):
         check_question("x" * 2001)
+
+
+def test_a_chat_model_citation_of_a_card_that_does_not_hold_the_words_is_rejected(
+    context: Context,
+) -> None:
+    # issue 19: a sentence of another card, attributed to the iron card, kept the chip
+    draft = {
+        "answer": "Pick one fixed moment and tie the tablet to it [cite:card-iron-tablets]. "
+        "Take iron on an empty stomach, an hour before you eat [cite:card-iron-tablets].",
+        "citations": ["card-iron-tablets"],
+    }
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=json.dumps(draft))]))
+    ctx = Context(retriever=context.retriever, chat_model=model)
+    reply = answer("Can I take my iron tablets with tea?", ctx)
+    assert [c.id for c in reply.retrieved][:2] == [
+        "card-iron-tablets",
+        "card-levothyroxine-routine",
+    ]
+    assert reply.answer == (
+        "Pick one fixed moment and tie the tablet to it. "
+        "Take iron on an empty stomach, an hour before you eat [cite:card-iron-tablets]."
+    )
+    assert [c.id for c in reply.citations] == ["card-iron-tablets"]
+    assert reply.rejected_citations == ["card-iron-tablets"]
