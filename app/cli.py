@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ingest.add_argument(
         "--clean", action="store_true", help="keep no previous index once the new one is live"
     )
+    p_ingest.add_argument("--dry-run", action="store_true", help=ingest_main.DRY_RUN_HELP)
     p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command == "ingest":
-            return ingest_main.run(settings, args.cards, clean=args.clean)
+            return ingest_main.run(settings, args.cards, clean=args.clean, dry_run=args.dry_run)
         if args.command == "ask":
             return cmd_ask(settings, args.question, args.k, as_json=args.json, staff=args.staff)
         if args.command == "retrieve":

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_classic.storage import LocalFileStore
 from langchain_core.documents import Document
@@ -39,6 +38,7 @@ from tqdm.auto import tqdm
 
 from ingest import metadata as md
 from ingest.index import Index, chroma_client, open_collections
+from ingest.index.cache import cached_embeddings
 from ingest.lexical import BM25Index
 from ingest.settings import Settings
 from ingest.splitter import CardSplitter
@@ -80,17 +80,12 @@ def cached(embeddings: Embeddings, namespace: str) -> Embeddings:
 
     Each distinct text is embedded once however many indexes and settings use it. The cache
     is in memory, or in the folder ``CARDRAG_EVAL_CACHE`` names (one file per text, keyed by
-    the model name and the text's SHA-256), so a re-run embeds only what is new.
+    the model name and the text's SHA-256, as ingest's cache), so a re-run embeds only what is
+    new.
     """
     folder = os.environ.get(EVAL_CACHE)
     store = LocalFileStore(folder) if folder else InMemoryByteStore()
-    return CacheBackedEmbeddings.from_bytes_store(
-        embeddings,
-        store,
-        namespace=namespace,
-        query_embedding_cache=True,
-        key_encoder="sha256",
-    )
+    return cached_embeddings(embeddings, store, namespace, queries=True)
 
 
 def whole_card_splitter() -> CardSplitter:

@@ -18,6 +18,8 @@ from ingest.index import (
     StoreLockedError,
     ingest_folder,
 )
+from ingest.index.builder import plan_folder
+from ingest.index.cache import Changes
 from ingest.settings import Settings, settings_problem
 
 
@@ -30,19 +32,26 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep no previous index once the new one is live (refused on a non-store folder)",
     )
+    parser.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
     args = parser.parse_args(argv)
     try:
         settings = Settings()
     except (ValidationError, tomllib.TOMLDecodeError) as exc:
         print(f"ingest failed, previous index untouched: {settings_problem(exc)}", file=sys.stderr)
         return 2
-    return run(settings, args.cards, clean=args.clean)
+    return run(settings, args.cards, clean=args.clean, dry_run=args.dry_run)
 
 
-def run(settings: Settings, cards: Path | None, *, clean: bool) -> int:
+DRY_RUN_HELP = "print what would change (cards, texts to embed) and write nothing"
+
+
+def run(settings: Settings, cards: Path | None, *, clean: bool, dry_run: bool = False) -> int:
     """Ingest with ``settings``; shared by ``python -m ingest`` and ``cardrag ingest``."""
     started = time.perf_counter()
     try:
+        if dry_run:
+            print(f"dry run, nothing written: {plan_folder(settings, cards).line()}")
+            return 0
         index = ingest_folder(settings, cards, clean=clean)
     except (
         CardError,
@@ -59,7 +68,7 @@ def run(settings: Settings, cards: Path | None, *, clean: bool) -> int:
     print(
         f"ingested {m['cards']} cards into {m['children']} children "
         f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s "
-        f"-> {index.generation}"
+        f"-> {index.generation}; {Changes(**m['changes']).line()}"
     )
     return 0
 

@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     threads: int = Field(default=1, ge=1)
     """Torch threads for embedding. Fixed, because two threads collapse under CPU contention."""
 
+    ingest_threads: int | None = Field(default=None, ge=1)
+    """Model threads while ingesting (unset: every core). Only ingest uses them: questions
+    keep ``threads``. An ingest runs in its own process, so the two never share a model."""
+
     max_card_chars: int = Field(default=200_000, ge=1)
     """Size limit of one card file in characters (200,000: a hundred times the longest shipped
     card, several long articles); ingest refuses a longer file, naming it, before embedding."""

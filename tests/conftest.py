@@ -27,6 +27,7 @@ from langchain_core.embeddings import Embeddings
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("CARDRAG_INGEST_THREADS", "1")  # one model per thread count per process
 # a tuned cardrag.toml in a developer's checkout must not change what the tests see
 os.environ["CARDRAG_SETTINGS_FILE"] = os.devnull
 

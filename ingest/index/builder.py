@@ -11,15 +11,31 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from ingest.cards import Card, load_cards
-from ingest.embeddings import load_embeddings
-from ingest.index.generations import Generations, collect
+from ingest.embeddings import LazyEmbeddings
+from ingest.index.cache import (
+    Changes,
+    EmbeddingCache,
+    cached_embeddings,
+    card_hash,
+    changes,
+    embedding_store,
+    fill,
+    load_record,
+    missing,
+    prune,
+    save_record,
+    text_key,
+)
+from ingest.index.generations import Generations, StoreMissingError, collect
 from ingest.index.local import LocalGenerations
 from ingest.index.manifest import make_manifest
 from ingest.index.reader import Index, generations_of, own_client
@@ -47,6 +63,7 @@ def build(
     progress: bool = True,
     clean: bool = False,
     locked: bool = False,
+    cache: EmbeddingCache | None = None,
 ) -> tuple[Index, str | None]:
     """Build a complete new generation beside the live one, swap it in, collect the old ones.
 
@@ -60,6 +77,8 @@ def build(
         progress: Show progress bars.
         clean: Keep no generation but the new one (the replaced one too is removed).
         locked: The caller already holds ``generations.lock()`` (taken here otherwise).
+        cache: Reuse the vectors of texts embedded before, count what changed against the
+            live generation (``manifest["changes"]``) and prune what no generation uses.
 
     Returns:
         The new index, opened, and the generation it replaced.
@@ -67,19 +86,34 @@ def build(
     Raises:
         StoreLockedError: when another ingest holds the store's writer lock.
     """
+    parents = [c.to_document() for c in cards]
+    children = splitter.split_documents(parents)
+    extra = dict(extra_manifest or {})
     with contextlib.nullcontext() if locked else generations.lock():
+        if cache is not None:
+            embeddings, counts = reuse(cache, embeddings, parents, children, generations, progress)
+            extra["changes"] = counts.as_dict()
         generation = generations.new()
         try:
             collections = generations.collections(generation, embeddings)
             docstore = generations.parents(generation)
             written = upsert_documents(
-                collections, docstore, splitter, [c.to_document() for c in cards], progress=progress
+                collections,
+                docstore,
+                splitter,
+                parents,
+                children=children,
+                progress=progress and cache is None,  # with a cache, fill() showed the work
             )
             bm25 = BM25Index.from_rows(
                 ((str(d.id), d.page_content, d.metadata) for d in written), languages
             )
-            manifest = make_manifest(splitter, len(cards), len(written), extra_manifest)
+            manifest = make_manifest(splitter, len(cards), len(written), extra)
             generations.complete(generation, manifest, bm25)
+            if cache is not None:
+                keys = sorted({text_key(cache.model, c.page_content) for c in children})
+                hashes = {str(p.id): card_hash(p) for p in parents}
+                save_record(cache.store_dir, generation, hashes, keys)
             previous = generations.swap(generation)
         except BaseException:
             logger.warning("ingest failed; removing the partial index %s", generation)
@@ -89,6 +123,8 @@ def build(
         dropped = collect(generations, keep)
         if dropped:
             logger.info("removed %d old generation(s): %s", len(dropped), ", ".join(dropped))
+        if cache is not None:
+            prune(cache.store_dir, embedding_store(cache.store_dir), generations.generations())
     index = Index(
         path=generations.path(generation),
         collections=collections,
@@ -99,6 +135,44 @@ def build(
         client=own_client(generations, collections),
     )
     return index, previous
+
+
+def reuse(
+    cache: EmbeddingCache,
+    embeddings: Embeddings,
+    parents: Sequence[Document],
+    children: Sequence[Document],
+    generations: Generations,
+    progress: bool,
+) -> tuple[Embeddings, Changes]:
+    """Embed the texts the cache lacks (bar with rate and ETA); the cached model and counts."""
+    store = embedding_store(cache.store_dir)
+    texts = [c.page_content for c in children]
+    todo = missing(store, cache.model, texts)
+    cached = cached_embeddings(embeddings, store, cache.model)
+    fill(cached, todo, progress=progress)
+    counts = plan(cache, parents, children, generations, embedded=len(todo))
+    return cached, counts
+
+
+def plan(
+    cache: EmbeddingCache,
+    parents: Sequence[Document],
+    children: Sequence[Document],
+    generations: Generations,
+    embedded: int | None = None,
+) -> Changes:
+    """What an ingest of ``parents`` would change (``embedded``: texts missing from the cache)."""
+    texts = {c.page_content for c in children}
+    if embedded is None:
+        embedded = len(missing(embedding_store(cache.store_dir), cache.model, texts))
+    try:
+        live: str | None = generations.current()
+    except StoreMissingError:
+        live = None
+    before = load_record(cache.store_dir, live)["cards"]
+    after = {str(p.id): card_hash(p) for p in parents}
+    return changes(before, after, embedded, len(texts) - embedded)
 
 
 def build_index(
@@ -160,11 +234,26 @@ def ingest_folder(
         index, _ = build(
             cards,
             generations,
-            load_embeddings(settings.embedding_model, settings.threads),
+            LazyEmbeddings(settings.embedding_model, ingest_threads(settings)),  # loaded if needed
             CardSplitter.from_settings(settings),
             extra_manifest=extra,
             languages=settings.bm25_languages,
             clean=clean,
             locked=True,
+            cache=EmbeddingCache(settings.store_dir, settings.embedding_model),
         )
     return index
+
+
+def ingest_threads(settings: Settings) -> int:
+    """The model threads an ingest uses: ``ingest_threads``, or every core."""
+    return settings.ingest_threads or os.cpu_count() or 1
+
+
+def plan_folder(settings: Settings, cards_dir: Path | None = None) -> Changes:
+    """What ``ingest_folder`` would change, without loading the model or writing anything."""
+    cards = load_cards(cards_dir or settings.cards_dir, settings.max_card_chars)
+    parents = [c.to_document() for c in cards]
+    children = CardSplitter.from_settings(settings).split_documents(parents)
+    cache = EmbeddingCache(settings.store_dir, settings.embedding_model)
+    return plan(cache, parents, children, generations_of(settings))

@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
+from ingest.index.cache import CACHE, RECORDS
 from ingest.index.collections import Collections, chroma_client, open_collections, open_vectorstore
 from ingest.index.generations import (
     CURRENT,
@@ -133,7 +134,7 @@ class LocalGenerations:
         if not self.store_dir.exists():
             return True
         entries = {p.name for p in self.store_dir.iterdir()}
-        ours = {CURRENT, LOCK} | set(self.generations())
+        ours = {CURRENT, LOCK, CACHE, RECORDS} | set(self.generations())
         return not entries or bool(entries & ours)
 
     @contextlib.contextmanager

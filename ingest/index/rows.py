@@ -29,6 +29,7 @@ def upsert_documents(
     parents: Sequence[Document],
     *,
     progress: bool = False,
+    children: Sequence[Document] | None = None,
 ) -> list[Document]:
     """The one write path: children into Chroma, parents into the docstore.
 
@@ -43,6 +44,7 @@ def upsert_documents(
         splitter: Splits each parent into children.
         parents: Parent documents whose ``id`` is the card id.
         progress: Show a progress bar over write batches.
+        children: ``splitter.split_documents(parents)``, when the caller has them already.
 
     Returns:
         The rows written (each child as a ``Document`` whose ``id`` is its row id), grouped by
@@ -54,7 +56,7 @@ def upsert_documents(
             msg = f"parent document has no id (title {doc.metadata.get(md.TITLE)!r})"
             raise ValueError(msg)
     stores = target if isinstance(target, Collections) else Collections(target)
-    children = splitter.split_documents(parents)
+    children = list(children) if children is not None else splitter.split_documents(parents)
     ids = [md.child_id(c.metadata[md.PARENT_ID], c.metadata[md.CHUNK_INDEX]) for c in children]
     parent_ids = [str(doc.id) for doc in parents]
     routed = [stores.route(c.metadata) for c in children]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,6 +179,7 @@ def test_concurrent_requests_and_a_reingest_while_serving_never_fail(
         for worker in workers:
             worker.start()
         for _ in range(2):  # two swaps: the index in use is replaced, then its successor
+            shutil.rmtree(settings.store_dir / "embeddings")  # a re-ingest that embeds again
             ingest_folder(settings)
         stop.set()
         for worker in workers:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -206,8 +207,9 @@ def test_two_workers_answer_from_one_store_while_it_is_reingested(
     threads = [threading.Thread(target=hammer, args=(url,)) for url in workers for _ in range(2)]
     for thread in threads:
         thread.start()
-    ingest_folder(remote)
-    ingest_folder(remote)
+    for _ in range(2):
+        shutil.rmtree(remote.store_dir / "embeddings")  # a re-ingest that embeds again
+        ingest_folder(remote)
     stop_event.set()
     for thread in threads:
         thread.join()
