@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -100,3 +101,81 @@ def cold(workdir: Path, settings: Settings) -> dict[str, Any]:
         "reingest_one_edit_s": edited,
         "reingest_one_edit_embedded": embedded(edited_line),
     }
+
+
+PUBMEDQA = PROJECT_ROOT.parent / "shared" / "datasets" / "pubmedqa-pqal"
+"""1,000 PubMedQA abstracts: the larger knowledge base of the re-ingest benchmark."""
+
+
+def thousand(workdir: Path, settings: Settings) -> dict[str, Any]:
+    """:func:`measure_thousand` in a fresh process (its model threads are fixed at load time).
+
+    Empty when ``../shared`` is absent.
+    """
+    if not (PUBMEDQA / "corpus.jsonl").is_file():
+        return {}
+    code = "import json, sys; from evals.bench.ingest import measure_thousand; "
+    code += "print(json.dumps(measure_thousand(sys.argv[1])))"
+    env = {**os.environ, "CARDRAG_EMBEDDING_MODEL": settings.embedding_model, "TQDM_DISABLE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(workdir / "thousand")],
+        cwd=PROJECT_ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure_thousand(store: str, edits: int = 10) -> dict[str, Any]:
+    """A first ingest of 1,000 PubMedQA abstracts, then one after editing ``edits`` of them.
+
+    Every core for the model (as ``cardrag ingest``), with the embedding cache.
+    """
+    from evals.datasets import load_beir
+    from ingest.embeddings import LazyEmbeddings
+    from ingest.index import LocalGenerations, build
+    from ingest.index.cache import EmbeddingCache
+
+    settings = Settings()
+    docs = load_beir(PUBMEDQA, "paragraph").cards
+    generations = LocalGenerations(Path(store))
+    cache = EmbeddingCache(Path(store), settings.embedding_model)
+    model = LazyEmbeddings(settings.embedding_model, os.cpu_count() or 1)
+    splitter = CardSplitter.from_settings(settings)
+    timings = []
+    for round_ in range(2):
+        cards = [_Parent(d, edited=round_ == 1 and i < edits) for i, d in enumerate(docs)]
+        started = time.perf_counter()
+        index, _ = build(cards, generations, model, splitter, progress=False, cache=cache)  # type: ignore[arg-type]
+        timings.append((time.perf_counter() - started, index.manifest["changes"]))
+    (first, made), (second, changed) = timings
+    return {
+        "cards": len(docs),
+        "threads": os.cpu_count() or 1,
+        "first_s": round(first, 1),
+        "first_embedded": made["embedded"],
+        "edited": edits,
+        "reingest_s": round(second, 1),
+        "reingest_embedded": changed["embedded"],
+        "ratio": round(second / first, 3),
+    }
+
+
+class _Parent:
+    """A dataset document in the shape ``build`` reads cards in (``to_document``)."""
+
+    def __init__(self, doc: Any, *, edited: bool) -> None:
+        self.doc = doc
+        self.edited = edited
+
+    def to_document(self) -> Any:
+        if not self.edited:
+            return self.doc
+        return type(self.doc)(
+            id=self.doc.id,
+            page_content=self.doc.page_content + " Edited.",
+            metadata=self.doc.metadata,
+        )

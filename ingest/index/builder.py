@@ -27,7 +27,6 @@ from ingest.index.cache import (
     cached_embeddings,
     card_hash,
     changes,
-    embedding_store,
     fill,
     load_record,
     missing,
@@ -38,6 +37,7 @@ from ingest.index.cache import (
 from ingest.index.generations import Generations, StoreMissingError, collect
 from ingest.index.local import LocalGenerations
 from ingest.index.manifest import make_manifest
+from ingest.index.parents import REDIS_SCHEMES
 from ingest.index.reader import Index, generations_of, own_client
 from ingest.index.remote import RemoteGenerations
 from ingest.index.rows import upsert_documents
@@ -88,10 +88,11 @@ def build(
     """
     parents = [c.to_document() for c in cards]
     children = splitter.split_documents(parents)
+    hashes = card_hashes(parents) if cache is not None else {}
     extra = dict(extra_manifest or {})
     with contextlib.nullcontext() if locked else generations.lock():
         if cache is not None:
-            embeddings, counts = reuse(cache, embeddings, parents, children, generations, progress)
+            embeddings, counts = reuse(cache, embeddings, hashes, children, generations, progress)
             extra["changes"] = counts.as_dict()
         generation = generations.new()
         try:
@@ -112,7 +113,6 @@ def build(
             generations.complete(generation, manifest, bm25)
             if cache is not None:
                 keys = sorted({text_key(cache.model, c.page_content) for c in children})
-                hashes = {str(p.id): card_hash(p) for p in parents}
                 save_record(cache.store_dir, generation, hashes, keys)
             previous = generations.swap(generation)
         except BaseException:
@@ -124,7 +124,7 @@ def build(
         if dropped:
             logger.info("removed %d old generation(s): %s", len(dropped), ", ".join(dropped))
         if cache is not None:
-            prune(cache.store_dir, embedding_store(cache.store_dir), generations.generations())
+            prune(cache.store_dir, cache.vectors(), generations.generations())
     index = Index(
         path=generations.path(generation),
         collections=collections,
@@ -140,38 +140,45 @@ def build(
 def reuse(
     cache: EmbeddingCache,
     embeddings: Embeddings,
-    parents: Sequence[Document],
+    hashes: dict[str, str],
     children: Sequence[Document],
     generations: Generations,
     progress: bool,
 ) -> tuple[Embeddings, Changes]:
     """Embed the texts the cache lacks (bar with rate and ETA); the cached model and counts."""
-    store = embedding_store(cache.store_dir)
+    store = cache.vectors()
     texts = [c.page_content for c in children]
     todo = missing(store, cache.model, texts)
     cached = cached_embeddings(embeddings, store, cache.model)
     fill(cached, todo, progress=progress)
-    counts = plan(cache, parents, children, generations, embedded=len(todo))
+    counts = plan(cache, hashes, children, generations, embedded=len(todo))
     return cached, counts
+
+
+def card_hashes(parents: Sequence[Document]) -> dict[str, str]:
+    """``{card id: card hash}`` of the cards an ingest writes (its record)."""
+    return {str(p.id): card_hash(p) for p in parents}
 
 
 def plan(
     cache: EmbeddingCache,
-    parents: Sequence[Document],
+    after: dict[str, str],
     children: Sequence[Document],
     generations: Generations,
     embedded: int | None = None,
 ) -> Changes:
-    """What an ingest of ``parents`` would change (``embedded``: texts missing from the cache)."""
+    """What an ingest of cards ``after`` (their hashes) would change against the live one.
+
+    ``embedded``: how many of the children's texts the cache lacks, when already counted.
+    """
     texts = {c.page_content for c in children}
     if embedded is None:
-        embedded = len(missing(embedding_store(cache.store_dir), cache.model, texts))
+        embedded = len(missing(cache.vectors(), cache.model, texts))
     try:
         live: str | None = generations.current()
     except StoreMissingError:
         live = None
     before = load_record(cache.store_dir, live)["cards"]
-    after = {str(p.id): card_hash(p) for p in parents}
     return changes(before, after, embedded, len(texts) - embedded)
 
 
@@ -240,9 +247,16 @@ def ingest_folder(
             languages=settings.bm25_languages,
             clean=clean,
             locked=True,
-            cache=EmbeddingCache(settings.store_dir, settings.embedding_model),
+            cache=cache_of(settings),
         )
     return index
+
+
+def cache_of(settings: Settings) -> EmbeddingCache:
+    """The store's embedding cache: in the parents' Redis when there is one, else a folder."""
+    spec = settings.parent_store
+    redis = spec if spec is not None and spec.startswith(REDIS_SCHEMES) else None
+    return EmbeddingCache(settings.store_dir, settings.embedding_model, redis, settings.namespace)
 
 
 def ingest_threads(settings: Settings) -> int:
@@ -255,5 +269,5 @@ def plan_folder(settings: Settings, cards_dir: Path | None = None) -> Changes:
     cards = load_cards(cards_dir or settings.cards_dir, settings.max_card_chars)
     parents = [c.to_document() for c in cards]
     children = CardSplitter.from_settings(settings).split_documents(parents)
-    cache = EmbeddingCache(settings.store_dir, settings.embedding_model)
-    return plan(cache, parents, children, generations_of(settings))
+    cache = cache_of(settings)
+    return plan(cache, card_hashes(parents), children, generations_of(settings))

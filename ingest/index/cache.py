@@ -1,7 +1,8 @@
 """The embedding cache and the ingest record: a re-ingest pays only for what changed.
 
 Every text a store's ingests embed is kept in ``<store>/embeddings/`` (LangChain's
-``CacheBackedEmbeddings`` over a ``LocalFileStore``), keyed by the model and the SHA-256 of the
+``CacheBackedEmbeddings`` over a ``LocalFileStore``; in the parents' Redis when the parent
+store is one, so every machine that ingests shares it), keyed by the model and the SHA-256 of the
 exact text handed to the model (a child with its title line, a whole-card row; the model adds
 its own prefix, such as e5's ``passage:``, the same way every time). Every generation shares
 it: a new generation is still built beside the old one, it just stops paying for texts it has
@@ -50,6 +51,18 @@ class EmbeddingCache:
     """The store folder (``embeddings/`` and ``ingests/`` live in it)."""
     model: str
     """The embedding model's name (part of every key)."""
+    redis_url: str | None = None
+    """Keep the vectors in this Redis (client-server mode, beside the parents) instead."""
+    namespace: str = "cardrag"
+    """The knowledge base's prefix in that Redis (keys ``{namespace}:embeddings/...``)."""
+
+    def vectors(self) -> BaseStore[str, bytes]:
+        """The byte store holding the cached vectors."""
+        if self.redis_url is not None:
+            from ingest.index.parents import redis_store
+
+            return redis_store(self.redis_url, f"{self.namespace}:{CACHE}")
+        return embedding_store(self.store_dir)
 
 
 def text_key(model: str, text: str) -> str:

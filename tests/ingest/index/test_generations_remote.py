@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -136,7 +135,10 @@ def test_reingest_moves_the_pointer_and_keeps_one_previous_generation(
     assert names == {"swaps-current"} | {
         f"swaps-{kind}-{g}" for kind in ("children", "cards", "restricted") for g in kept
     }
-    keys = redis.Redis.from_url(redis_url).keys("swaps:*")
+    every = redis.Redis.from_url(redis_url).keys("swaps:*")
+    cache = [k for k in every if k.startswith(b"swaps:embeddings/")]  # shared by generations
+    keys = [k for k in every if k not in cache]  # parent records, one prefix per generation
+    assert cache
     assert {k.decode().split(":")[1].split("/")[0] for k in keys} == set(generations[1:])
     assert len(keys) == 2 * 13  # two generations of 13 cards
     assert (
@@ -208,7 +210,7 @@ def test_two_workers_answer_from_one_store_while_it_is_reingested(
     for thread in threads:
         thread.start()
     for _ in range(2):
-        shutil.rmtree(remote.store_dir / "embeddings")  # a re-ingest that embeds again
+        _empty_cache(remote)  # a re-ingest that embeds again
         ingest_folder(remote)
     stop_event.set()
     for thread in threads:
@@ -268,3 +270,21 @@ def test_a_second_writer_on_the_server_is_refused_naming_the_holder(remote: Sett
     assert current_generation(remote) == live
     with generations.lock():  # released
         pass
+
+
+def _empty_cache(settings: Settings) -> None:
+    from ingest.index.builder import cache_of
+
+    vectors = cache_of(settings).vectors()
+    vectors.mdelete(list(vectors.yield_keys()))
+
+
+def test_the_embedding_cache_lives_in_the_parents_redis(remote: Settings, redis_url: str) -> None:
+    from ingest.index.builder import cache_of
+
+    cache = cache_of(remote)
+    assert cache.redis_url == redis_url
+    again = ingest_folder(remote)
+    assert again.manifest["changes"]["embedded"] == 0  # every text came from Redis
+    assert again.manifest["changes"]["reused"] == len(list(cache.vectors().yield_keys()))
+    assert not (remote.store_dir / "embeddings").exists()
