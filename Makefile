@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 .venv: $(STAMP) ## create the virtual environment and install cardrag with its test extras
 
 demo: .venv ## install, ingest the shipped cards if the store is missing, answer the demo question
-	$(PY) -m app.cli demo
+	$(PY) -m cardrag.app.cli demo
 
 test: .venv ## run the whole test suite (real models, Chroma on disk and as a server, Redis, Chromium)
 	$(PY) -m pytest
@@ -39,34 +39,37 @@ test-fast: .venv ## only the pure tests (no real model, server or browser): well
 	$(PY) -m pytest -m "not real"
 
 ingest: .venv ## build the store from data/cards (CARDS=path for another folder)
-	$(PY) -m ingest $(if $(CARDS),--cards $(CARDS))
+	$(PY) -m cardrag.ingest $(if $(CARDS),--cards $(CARDS))
 
 ingest-clean: ## delete the store (every index); `make ingest` rebuilds it
 	rm -rf .cardrag
 
 eval: .venv ## golden + red team on the shipped cards, report, gate (DATASET=folder LEVEL=paragraph|article for a shared set)
-	$(PY) -m evals.run $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
+	$(PY) -m cardrag.evals.run $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
 
 eval-shared: .venv ## the retrieval comparison on every ../shared dataset present (both levels where there are parents)
 	@for d in ../shared/datasets/*/; do \
-		[ -f $$d/corpus.jsonl ] && $(PY) -m evals.run --dataset $$d --level paragraph; \
-		[ -f $$d/parents.jsonl ] && $(PY) -m evals.run --dataset $$d --level article; \
+		[ -f $$d/corpus.jsonl ] && $(PY) -m cardrag.evals.run --dataset $$d --level paragraph; \
+		[ -f $$d/parents.jsonl ] && $(PY) -m cardrag.evals.run --dataset $$d --level article; \
 	done; true
 
 tune: .venv ## choose chunk budgets and fusion weights on the golden set (CASES=, DATASET=) -> cardrag.toml
-	$(PY) -m evals.tune $(if $(CASES),--cases $(CASES)) $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
+	$(PY) -m cardrag.evals.tune $(if $(CASES),--cases $(CASES)) $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
 
 notebook: .venv ## execute notebooks/chunking_budgets.ipynb (nbmake; CI runs it)
 	$(PY) -m pytest -p no:cacheprovider --nbmake --nbmake-timeout=900 notebooks/chunking_budgets.ipynb
 
 serve: .venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); ingests first if needed
-	@[ -e $${CARDRAG_STORE_DIR:-.cardrag}/current ] || $(PY) -m ingest
-	$(PY) -m app.cli serve --port $(or $(PORT),8000)
+	@[ -e $${CARDRAG_STORE_DIR:-.cardrag}/current ] || $(PY) -m cardrag.ingest
+	$(PY) -m cardrag.app.cli serve --port $(or $(PORT),8000)
 
 bench: .venv ## latency vs the floor, /ask, ingest throughput, growth at 1k/10k/100k cards -> evals/bench.md (not in CI)
-	$(PY) -m evals.bench
+	$(PY) -m cardrag.evals.bench
 
 lint: .venv ## ruff and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@# mypy reads the folders by their installed names (cardrag.app, ...): link them there
+	@mkdir -p build/typecheck/cardrag && touch build/typecheck/cardrag/__init__.py
+	@for p in app ingest retrievers evals; do ln -sfn ../../../$$p build/typecheck/cardrag/$$p; done
 	$(VENV)/bin/mypy

@@ -21,13 +21,13 @@ from typing import Any
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
 
-from app.context import Context, StaffAccessError, for_staff
-from app.graph import QuestionError, answer, check_question, retrieved_card
-from app.reply import Reply, RetrievedCard
-from ingest import __main__ as ingest_main
-from ingest.embeddings import UnknownModelError
-from ingest.index import ModelMismatchError, StoreMissingError
-from ingest.settings import Settings, settings_problem
+from cardrag.app.context import Context, StaffAccessError, for_staff
+from cardrag.app.graph import QuestionError, answer, check_question, retrieved_card
+from cardrag.app.reply import Reply, RetrievedCard
+from cardrag.ingest import __main__ as ingest_main
+from cardrag.ingest.embeddings import UnknownModelError
+from cardrag.ingest.index import ModelMismatchError, StoreMissingError
+from cardrag.ingest.settings import Settings, settings_problem
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
 PLUGIN_GROUP = "cardrag.commands"
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "retrieve":
             return cmd_retrieve(settings, args.question, args.k, staff=args.staff)
         if args.command == "serve":
-            from app.server import serve
+            from cardrag.app.server import serve
 
             serve(settings, args.host, args.port)
             return 0

@@ -14,13 +14,13 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
-from app.extractive import ExtractiveAnswerer
-from app.grading import Grader, load_calibration
-from app.vectors import Vectors
-from ingest.embeddings import load_embeddings
-from ingest.index import Index, current_generation, open_current
-from ingest.settings import Settings, default
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.app.grading import Grader, load_calibration
+from cardrag.app.vectors import Vectors
+from cardrag.ingest.embeddings import load_embeddings
+from cardrag.ingest.index import Index, current_generation, open_current
+from cardrag.ingest.settings import Settings, default
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 
 @dataclass(kw_only=True)

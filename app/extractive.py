@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from app.citations import neutralise
-from app.reply import Draft
-from app.terms import medical, mentions, salient_terms, vocabulary
-from app.vectors import Vectors, dot
-from retrievers.matched import MatchedCard
+from cardrag.app.citations import neutralise
+from cardrag.app.reply import Draft
+from cardrag.app.terms import medical, mentions, salient_terms, vocabulary
+from cardrag.app.vectors import Vectors, dot
+from cardrag.retrievers.matched import MatchedCard
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

@@ -4,7 +4,7 @@ Retrieval ranks cards; it cannot tell "the best card" from "a card that answers"
 about clopidogrel retrieves the statin and grapefruit cards (same world: tablets, interactions)
 with high similarity, and the similarity gate lets them through. Grading looks at what the
 question is about and whether the card says anything about it (the signals are in
-:mod:`app.terms`):
+:mod:`cardrag.app.terms`):
 
 * **A veto.** A salient term of the question shaped like a medicine, test or procedure name
   (clopidogrel, appendectomy, HbA1c), matched across spellings and languages, must be in the
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from app.extractive import split_sentences
-from app.terms import (
+from cardrag.app.extractive import split_sentences
+from cardrag.app.terms import (
     aspect_coverage,
     coverage,
     missing_medical,
@@ -38,9 +38,9 @@ from app.terms import (
     text_language,
     vocabulary,
 )
-from app.vectors import Vectors, dot
-from ingest import metadata as md
-from retrievers.matched import MatchedCard
+from cardrag.app.vectors import Vectors, dot
+from cardrag.ingest import metadata as md
+from cardrag.retrievers.matched import MatchedCard
 
 FEATURES = ("score", "sentence", "coverage", "same_language", "soft_missing", "aspect")
 """The signals the answerability score combines, in the calibration's order."""

@@ -1,12 +1,12 @@
 """The answering graph: retrieve -> grade -> generate -> verify_citations, or -> refuse.
 
 LangGraph's corrective-RAG shape: retrieval ranks, grading decides which retrieved cards can
-answer this question (:mod:`app.grading`), and only those reach the answer. When none can,
+answer this question (:mod:`cardrag.app.grading`), and only those reach the answer. When none can,
 the reply refuses and says why.
 
 Example:
-    >>> from app.context import Context                       # doctest: +SKIP
-    >>> from ingest.settings import Settings
+    >>> from cardrag.app.context import Context                       # doctest: +SKIP
+    >>> from cardrag.ingest.settings import Settings
     >>> reply = answer("How do I store insulin?", Context.from_settings(Settings()))
     >>> reply.citations[0].id
     'card-insulin-storage'
@@ -25,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from app.citations import (
+from cardrag.app.citations import (
     Verified,
     drop_markers,
     extract_citations,
@@ -33,16 +33,16 @@ from app.citations import (
     neutralise,
     segments,
 )
-from app.citations import verify_citations as check_citations
-from app.context import Context, resolve_chat_model
-from app.extractive import ExtractiveAnswerer, split_sentences
-from app.grading import refusal_reason
-from app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
-from app.reply import CitedCard, Draft, Reply, RetrievedCard
-from app.state import State
-from app.vectors import Vectors, dot
-from ingest import metadata as md
-from retrievers.matched import MatchedCard
+from cardrag.app.citations import verify_citations as check_citations
+from cardrag.app.context import Context, resolve_chat_model
+from cardrag.app.extractive import ExtractiveAnswerer, split_sentences
+from cardrag.app.grading import refusal_reason
+from cardrag.app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
+from cardrag.app.reply import CitedCard, Draft, Reply, RetrievedCard
+from cardrag.app.state import State
+from cardrag.app.vectors import Vectors, dot
+from cardrag.ingest import metadata as md
+from cardrag.retrievers.matched import MatchedCard
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def check_attribution(checked: Verified, docs: Sequence[Document], vectors: Vect
     """Remove the markers of cards that do not support the words they follow.
 
     Each cited stretch of the answer is compared with every retrieved card's sentences, the
-    way grading compares the question (:func:`app.citations.misattributed` decides). A card
+    way grading compares the question (:func:`cardrag.app.citations.misattributed` decides). A card
     with a removed marker joins ``rejected``; it stays cited only where it still has one.
     """
     parts = segments(checked.answer)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from app.citations import neutralise
-from retrievers.matched import MatchedCard
+from cardrag.app.citations import neutralise
+from cardrag.retrievers.matched import MatchedCard
 
 SYSTEM_PROMPT = """You answer questions from patients using only the knowledge-base cards below.
 Rules:

@@ -4,7 +4,7 @@
 start-up. The index is whatever the store's pointer names (the ``current`` link, or the
 pointer collection on a Chroma server): each request reads it (one ``readlink`` or one Chroma
 call) and, after a re-ingest moved it, opens the new generation before answering. The
-generation being replaced is kept (see :mod:`ingest.index.generations`), so a request
+generation being replaced is kept (see :mod:`cardrag.ingest.index.generations`), so a request
 already running on it finishes normally.
 
 Requests are answered one at a time (a lock around the graph): the model runs one thread by
@@ -43,14 +43,14 @@ except ImportError:  # pragma: no cover - depends on the environment
         """Stands in when redis is not installed (never raised)."""
 
 
-from app.context import Context, StaffAccessError, check_staff_access, for_staff
-from app.graph import answer, check_question
-from app.guard import Guard
-from app.reply import Reply
-from ingest import metadata as md
-from ingest.cards import valid_card_id
-from ingest.embeddings import load_embeddings
-from ingest.index import (
+from cardrag.app.context import Context, StaffAccessError, check_staff_access, for_staff
+from cardrag.app.graph import answer, check_question
+from cardrag.app.guard import Guard
+from cardrag.app.reply import Reply
+from cardrag.ingest import metadata as md
+from cardrag.ingest.cards import valid_card_id
+from cardrag.ingest.embeddings import load_embeddings
+from cardrag.ingest.index import (
     Index,
     ModelMismatchError,
     StoreMissingError,
@@ -58,8 +58,8 @@ from ingest.index import (
     current_generation,
     open_current,
 )
-from ingest.settings import Settings
-from retrievers.parent import visible
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.parent import visible
 
 logger = logging.getLogger(__name__)
 

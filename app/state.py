@@ -6,8 +6,8 @@ from typing import TypedDict
 
 from langchain_core.documents import Document
 
-from app.grading import Grade
-from app.reply import Draft, Reply
+from cardrag.app.grading import Grade
+from cardrag.app.reply import Draft, Reply
 
 
 class State(TypedDict, total=False):

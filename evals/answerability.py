@@ -8,12 +8,13 @@
    questions (English research questions no card answers).
 2. Each question is retrieved on the shipped cards with the configured settings, the
    similarity gate off, and every retrieved card's grading features are computed
-   (:func:`app.grading.card_features`).
+   (:func:`cardrag.app.grading.card_features`).
 3. The questions are split into a tuning and a held-out part, stratified by source, language
-   and kind, with :func:`evals.tune.split`'s seed. A logistic model of the features is fitted
-   on the tuning part only (answering cards against cards retrieved for uncovered questions),
-   and its threshold is the highest that refuses at most :data:`FALSE_REFUSAL_BUDGET` of the
-   tuning part's golden questions, less :data:`THRESHOLD_MARGIN`.
+   and kind, with :func:`cardrag.evals.tune.split`'s seed. A logistic model of the features
+   is fitted on the tuning part only (answering cards against cards retrieved for uncovered
+   questions), and its threshold is the highest that refuses at most
+   :data:`FALSE_REFUSAL_BUDGET` of the tuning part's golden questions, less
+   :data:`THRESHOLD_MARGIN`.
 4. The held-out part is then scored once, for the report: the AUROC of each signal alone and
    of the combination, and the refusal rates per language and kind.
 """
@@ -34,14 +35,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from app.extractive import split_sentences
-from app.grading import CALIBRATION_FILE, FEATURES, Calibration, card_features
-from app.terms import question_language, salient_terms, text_language
-from app.vectors import Vectors, dot
-from evals.cases import GOLDEN, load_golden_cases, load_uncovered
-from evals.tune import split
-from ingest import metadata as md
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.app.extractive import split_sentences
+from cardrag.app.grading import CALIBRATION_FILE, FEATURES, Calibration, card_features
+from cardrag.app.terms import question_language, salient_terms, text_language
+from cardrag.app.vectors import Vectors, dot
+from cardrag.evals.cases import GOLDEN, load_golden_cases, load_uncovered
+from cardrag.evals.tune import split
+from cardrag.ingest import metadata as md
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 PUBMEDQA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "pubmedqa-pqal"
 PUBMED_SAMPLE = 200
@@ -142,7 +143,7 @@ def featurise(
 
 
 def held_out_ids(qs: Sequence[Question]) -> set[str]:
-    """The ids of the held-out part: :func:`evals.tune.split` by source, language and kind."""
+    """The held-out part's ids: :func:`cardrag.evals.tune.split` by source, language, kind."""
     strata = {q.qid: f"{q.source}|{q.language}|{q.kind}" for q in qs}
     _, held_out = split([q.qid for q in qs], strata)
     return set(held_out)
@@ -291,10 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     """Fit, report and (with ``--write``) store the calibration for the configured model."""
     import tempfile
 
-    from evals.systems import build, cached
-    from ingest.cards import load_cards
-    from ingest.embeddings import load_embeddings
-    from ingest.settings import Settings
+    from cardrag.evals.systems import build, cached
+    from cardrag.ingest.cards import load_cards
+    from cardrag.ingest.embeddings import load_embeddings
+    from cardrag.ingest.settings import Settings
 
     parser = argparse.ArgumentParser(prog="python -m evals.answerability", description=__doc__)
     parser.add_argument("--write", action="store_true", help=f"store it in {CALIBRATION_FILE}")

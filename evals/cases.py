@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from app.reply import Draft, Reply
+from cardrag.app.reply import Draft, Reply
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 GOLDEN = CASES_DIR / "golden.jsonl"

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 
-from ingest import metadata as md
-from ingest.cards import load_cards
+from cardrag.ingest import metadata as md
+from cardrag.ingest.cards import load_cards
 
 Level = Literal["paragraph", "article"]
 

@@ -23,12 +23,12 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from app.context import Context, grader_for
-from app.extractive import ExtractiveAnswerer
-from app.graph import answer
-from evals.answerability import evaluate as grade_figures
-from evals.answerability import featurise, held_out_ids, questions, refusals
-from evals.cases import (
+from cardrag.app.context import Context, grader_for
+from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.app.graph import answer
+from cardrag.evals.answerability import evaluate as grade_figures
+from cardrag.evals.answerability import featurise, held_out_ids, questions, refusals
+from cardrag.evals.cases import (
     GOLDEN,
     REDTEAM,
     REDTEAM_CARDS,
@@ -38,15 +38,15 @@ from evals.cases import (
     load_redteam_cases,
     redteam_failures,
 )
-from evals.datasets import Dataset, load_beir, load_golden
-from evals.metrics import evaluate
-from evals.report import machine, update_report
-from evals.systems import SystemRun, build, cached, describe, run_systems
-from ingest.cards import Card, load_cards
-from ingest.embeddings import load_embeddings
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.evals.datasets import Dataset, load_beir, load_golden
+from cardrag.evals.metrics import evaluate
+from cardrag.evals.report import machine, update_report
+from cardrag.evals.systems import SystemRun, build, cached, describe, run_systems
+from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.embeddings import load_embeddings
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 EVALS_DIR = Path(__file__).resolve().parent
 THRESHOLDS = EVALS_DIR / "thresholds.toml"

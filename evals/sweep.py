@@ -19,13 +19,13 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from evals.metrics import evaluate
-from evals.systems import by_rank, configured, index
-from ingest import metadata as md
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.evals.metrics import evaluate
+from cardrag.evals.systems import by_rank, configured, index
+from cardrag.ingest import metadata as md
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 CHUNKING_FIELDS = ("chunker", "chunk_size", "chunk_overlap", "card_row_max_chars")
 """Settings that change what is embedded (a new index); every other field is query-time.
@@ -145,6 +145,6 @@ class CachedScores:
 @functools.cache
 def shared_reranker(threads: int) -> BaseDocumentCompressor:
     """The cross-encoder reranker with a score cache, one per process."""
-    from retrievers.rerank import CrossEncoderReranker, load_cross_encoder
+    from cardrag.retrievers.rerank import CrossEncoderReranker, load_cross_encoder
 
     return CrossEncoderReranker(model=CachedScores(load_cross_encoder(threads)))

@@ -36,13 +36,13 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryByteStore, InMemoryStore
 from tqdm.auto import tqdm
 
-from ingest import metadata as md
-from ingest.index import Index, chroma_client, open_collections
-from ingest.index.cache import cached_embeddings
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.ingest import metadata as md
+from cardrag.ingest.index import Index, chroma_client, open_collections
+from cardrag.ingest.index.cache import cached_embeddings
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 
 @dataclass
@@ -252,7 +252,7 @@ def run_systems(
 def reranker_available() -> bool:
     """Whether the ``rerank`` extra is installed (the cross-encoder's files are there)."""
     try:
-        from retrievers.rerank import model_path
+        from cardrag.retrievers.rerank import model_path
 
         return (model_path() / "model.onnx").is_file()
     except ImportError:

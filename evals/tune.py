@@ -5,7 +5,7 @@
 2. Every candidate of a small grid (:data:`CHUNKINGS` x :data:`FUSIONS` x :data:`RRF_CS` x
    reranker off/on) is scored on the tuning part only, and the best is chosen
    (:func:`choose`: MRR@10, then recall@1, then recall@5). Embeddings are computed once per
-   distinct chunking (:mod:`evals.sweep`), query vectors and cross-encoder scores once.
+   distinct chunking (:mod:`cardrag.evals.sweep`), query vectors and cross-encoder scores once.
 3. Only then is every candidate scored on the held-out part, for the report. The winner
    replaces the current settings only if it beats them on the held-out part (MRR@10, then
    recall@1); otherwise the current settings stay.
@@ -28,11 +28,11 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from evals.datasets import Dataset
-from evals.metrics import evaluate
-from evals.sweep import Built, build, chunking_key, run, shared_reranker
-from evals.systems import cached, configured, reranker_available
-from ingest.settings import Settings
+from cardrag.evals.datasets import Dataset
+from cardrag.evals.metrics import evaluate
+from cardrag.evals.sweep import Built, build, chunking_key, run, shared_reranker
+from cardrag.evals.systems import cached, configured, reranker_available
+from cardrag.ingest.settings import Settings
 
 CHUNKINGS: list[tuple[int, int]] = [(250, 0), (250, 60), (400, 0), (400, 60), (600, 0), (600, 60)]
 """``(chunk_size, chunk_overlap)``: the notebook found 250-800 close on cards, 150 worse."""
@@ -304,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     import os
     import tempfile
 
-    from evals.cases import GOLDEN
-    from evals.datasets import load_beir, load_golden
-    from ingest.embeddings import load_embeddings
-    from ingest.settings import SETTINGS_FILE
+    from cardrag.evals.cases import GOLDEN
+    from cardrag.evals.datasets import load_beir, load_golden
+    from cardrag.ingest.embeddings import load_embeddings
+    from cardrag.ingest.settings import SETTINGS_FILE
 
     parser = argparse.ArgumentParser(prog="cardrag tune", description=__doc__)
     parser.add_argument("--cases", type=Path, default=GOLDEN, help="golden cases (JSONL)")

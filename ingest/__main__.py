@@ -10,17 +10,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ingest.cards import CardError
-from ingest.embeddings import UnknownModelError
-from ingest.index import (
+from cardrag.ingest.cards import CardError
+from cardrag.ingest.embeddings import UnknownModelError
+from cardrag.ingest.index import (
     GenerationCountError,
     NotAStoreError,
     StoreLockedError,
     ingest_folder,
 )
-from ingest.index.builder import plan_folder
-from ingest.index.cache import Changes
-from ingest.settings import Settings, settings_problem
+from cardrag.ingest.index.builder import plan_folder
+from cardrag.ingest.index.cache import Changes
+from cardrag.ingest.settings import Settings, settings_problem
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ A card file looks like this::
 
 A long Markdown document (a handbook chapter) has the same front matter plus
 ``kind: document``; it is cut at its headings into sections, each loaded as a card of its own
-(see :mod:`ingest.sections`).
+(see :mod:`cardrag.ingest.sections`).
 
 A bad card fails the whole load with a :class:`CardError` naming the file and the field, so a
 broken corpus never half-replaces a good index.
@@ -33,9 +33,9 @@ import yaml
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
-from ingest import metadata as md
-from ingest.sections import split_sections
-from ingest.settings import default
+from cardrag.ingest import metadata as md
+from cardrag.ingest.sections import split_sections
+from cardrag.ingest.settings import default
 
 Sensitivity = Literal["public", "internal", "restricted"]
 SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)

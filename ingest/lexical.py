@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest import metadata as md
+from cardrag.ingest import metadata as md
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 A handbook chapter is too long to hand the model whole, and its chapters answer different
 questions; its sections are the natural parents. A file with ``kind: document`` in its front
 matter is cut at every heading of levels 1 to 3 (``#`` to ``###``, outside code fences). Each
-section with text becomes a :class:`~ingest.cards.Card` that inherits the front matter, with
+section with text becomes a :class:`~cardrag.ingest.cards.Card` that inherits the front matter, with
 
 * id ``{document id}-{NN}`` (NN from 01, in order), so citations stay ``[cite:card-...]``;
 * title ``{document title}: {heading trail}``, e.g. ``Handbook: Travel / Time zones``;
@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # cards.py calls this module; the Card instances carry their own class
-    from ingest.cards import Card
+    from cardrag.ingest.cards import Card
 
 HEADING = re.compile(r"^(#{1,3})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 """An ATX heading of level 1 to 3; the text without closing hashes."""

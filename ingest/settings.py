@@ -159,7 +159,7 @@ class Settings(BaseSettings):
 
     grading: bool = True
     """Grade retrieved cards before answering and refuse when none can answer the question
-    (:mod:`app.grading`); off, every card that passes the similarity gate is used."""
+    (:mod:`cardrag.app.grading`); off, every card that passes the similarity gate is used."""
 
     chat_model: str | None = None
     """A ``provider:model`` for ``init_chat_model``; unset means the offline extractive answerer."""

@@ -36,8 +36,8 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from ingest import metadata as md
-from ingest.settings import Chunker, Settings
+from cardrag.ingest import metadata as md
+from cardrag.ingest.settings import Chunker, Settings
 
 SEPARATORS: list[str] = [
     r"\n\n",  # paragraph

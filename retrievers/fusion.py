@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest import metadata as md
-from ingest.settings import default
-from retrievers.scoring import at_least
+from cardrag.ingest import metadata as md
+from cardrag.ingest.settings import default
+from cardrag.retrievers.scoring import at_least
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from ingest import metadata as md
+from cardrag.ingest import metadata as md
 
 
 def _int(value: Any) -> int | None:

@@ -24,14 +24,20 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import run_in_executor
 from pydantic import Field, PrivateAttr, model_validator
 
-from ingest import metadata as md
-from ingest.index import Collections, Index, delete_documents, upsert_documents
-from ingest.index.collections import Where, merge_filters
-from ingest.lexical import BM25Index
-from ingest.settings import Settings, default
-from ingest.splitter import CardSplitter
-from retrievers.fusion import ChildHit, FusionWeights, ParentHit, best_per_parent, rank_parents
-from retrievers.scoring import collection_space, cosine_similarities, distance_to_similarity
+from cardrag.ingest import metadata as md
+from cardrag.ingest.index import Collections, Index, delete_documents, upsert_documents
+from cardrag.ingest.index.collections import Where, merge_filters
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings, default
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.fusion import (
+    ChildHit,
+    FusionWeights,
+    ParentHit,
+    best_per_parent,
+    rank_parents,
+)
+from cardrag.retrievers.scoring import collection_space, cosine_similarities, distance_to_similarity
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +56,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     without the gate.
 
     Example:
-        >>> from ingest.embeddings import load_embeddings   # doctest: +SKIP
-        >>> from ingest.index import open_index
-        >>> from ingest.settings import Settings, default
+        >>> from cardrag.ingest.embeddings import load_embeddings   # doctest: +SKIP
+        >>> from cardrag.ingest.index import open_index
+        >>> from cardrag.ingest.settings import Settings, default
         >>> settings = Settings()
         >>> model = settings.embedding_model
         >>> index = open_index(settings.store_dir, load_embeddings(model), model)
@@ -94,7 +100,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     allow_internal: bool = False
     """Return cards whose ``sensitivity`` is ``internal`` (written for staff). By default they
     are ranked with the others and dropped before expansion: they are few, and a metadata
-    filter on the public collections would slow every query (:mod:`ingest.index.collections`)."""
+    filter on the public collections would slow every query
+    (:mod:`cardrag.ingest.index.collections`)."""
     card_rows: bool = False
     """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
     bm25: BM25Index | None = None
@@ -109,7 +116,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
     reranker: BaseDocumentCompressor | None = None
     """Reorders the top ``rerank_candidates`` parents (e.g. the cross-encoder in
-    :mod:`retrievers.rerank`) before the best ``k`` are returned."""
+    :mod:`cardrag.retrievers.rerank`) before the best ``k`` are returned."""
     rerank_candidates: int = Field(default=default("rerank_candidates"), ge=1)
     """Parents handed to the reranker (at least ``k``)."""
     _space: str | None = PrivateAttr(default=None)
@@ -417,7 +424,7 @@ def reranker_from(settings: Settings) -> BaseDocumentCompressor | None:
     """The cross-encoder reranker when ``settings.rerank`` is on (needs the ``rerank`` extra)."""
     if not settings.rerank:
         return None
-    from retrievers.rerank import CrossEncoderReranker, load_cross_encoder
+    from cardrag.retrievers.rerank import CrossEncoderReranker, load_cross_encoder
 
     return CrossEncoderReranker(model=load_cross_encoder(settings.threads))
 

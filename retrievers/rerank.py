@@ -12,8 +12,9 @@ the parents by that score. The model is English-only (MS MARCO); measure before 
 for other languages.
 
 :class:`CrossEncoderReranker` is a LangChain ``BaseDocumentCompressor``, so it also composes
-with ``ContextualCompressionRetriever``; :class:`~retrievers.parent.ScoredParentDocumentRetriever`
-applies it itself (field ``reranker``) so per-call ``k``, filters and the gate still work.
+with ``ContextualCompressionRetriever``;
+:class:`~cardrag.retrievers.parent.ScoredParentDocumentRetriever` applies it itself (field
+``reranker``) so per-call ``k``, filters and the gate still work.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field
 
-from retrievers.matched import MatchedCard
+from cardrag.retrievers.matched import MatchedCard
 
 logger = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ os.environ.setdefault("CARDRAG_INGEST_THREADS", "1")  # one model per thread cou
 # a tuned cardrag.toml in a developer's checkout must not change what the tests see
 os.environ["CARDRAG_SETTINGS_FILE"] = os.devnull
 
-from ingest.cards import Card, load_cards
-from ingest.embeddings import load_embeddings
-from ingest.settings import PROJECT_ROOT
+from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.embeddings import load_embeddings
+from cardrag.ingest.settings import PROJECT_ROOT
 
 CARDS_DIR = PROJECT_ROOT / "data" / "cards"
 REAL_FIXTURES = frozenset(
@@ -100,8 +100,8 @@ class RealEngineInFastTestError(RuntimeError):
 
 def refuse_real_engines(setattr_: Callable[[Any, str, Any], None], who: str) -> None:
     """Make constructing a real embedding model or the reranker raise, naming ``who``."""
-    import ingest.embeddings as embeddings
-    import retrievers.rerank as rerank
+    import cardrag.ingest.embeddings as embeddings
+    import cardrag.retrievers.rerank as rerank
 
     def refuse(*args: object, **kwargs: object) -> None:
         msg = f"{who} loads a real model: mark it with pytest.mark.real"
@@ -158,8 +158,8 @@ def shipped_index_dir(
     tmp_path_factory: pytest.TempPathFactory, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> Path:
     """The shipped corpus ingested once per session with default budgets (read-only use)."""
-    from ingest.index import build_index
-    from ingest.splitter import CardSplitter
+    from cardrag.ingest.index import build_index
+    from cardrag.ingest.splitter import CardSplitter
 
     store = tmp_path_factory.mktemp("shipped-store")
     build_index(

@@ -15,16 +15,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evals.bench.api import grading_cost
-from evals.bench.growth import run_sizes
-from evals.bench.ingest import cold, thousand, throughput
-from evals.bench.latency import latency
-from evals.cases import load_golden_cases
-from evals.report import machine
-from ingest.cards import load_cards
-from ingest.embeddings import load_embeddings
-from ingest.index import ingest_folder
-from ingest.settings import Settings
+from cardrag.evals.bench.api import grading_cost
+from cardrag.evals.bench.growth import run_sizes
+from cardrag.evals.bench.ingest import cold, thousand, throughput
+from cardrag.evals.bench.latency import latency
+from cardrag.evals.cases import load_golden_cases
+from cardrag.evals.report import machine
+from cardrag.ingest.cards import load_cards
+from cardrag.ingest.embeddings import load_embeddings
+from cardrag.ingest.index import ingest_folder
+from cardrag.ingest.settings import Settings
 
 OUT = Path(__file__).resolve().parent.parent / "bench.md"
 RAW = Path(__file__).resolve().parent.parent / "bench.json"

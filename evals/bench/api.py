@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from app.server import running
-from evals.bench.latency import percentile
-from ingest.settings import Settings
+from cardrag.app.server import running
+from cardrag.evals.bench.latency import percentile
+from cardrag.ingest.settings import Settings
 
 
 def ask_latency(settings: Settings, questions: list[str], requests: int = 100) -> dict[str, Any]:

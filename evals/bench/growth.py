@@ -32,14 +32,14 @@ from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryStore
 
-from evals.bench.latency import percentile, timings
-from evals.bench.synthetic import WORDS, synthetic_cards
-from ingest import metadata as md
-from ingest.index import Index, chroma_client, open_collections, upsert_documents
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.evals.bench.latency import percentile, timings
+from cardrag.evals.bench.synthetic import WORDS, synthetic_cards
+from cardrag.ingest import metadata as md
+from cardrag.ingest.index import Index, chroma_client, open_collections, upsert_documents
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 DIMENSIONS = 384
 
@@ -125,7 +125,7 @@ def run_sizes(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     """Each size in a fresh process; returns their measurements."""
     out = []
     for size in sizes:
-        cmd = [sys.executable, "-m", "evals.bench.growth", "--cards", str(size)]
+        cmd = [sys.executable, "-m", "cardrag.evals.bench.growth", "--cards", str(size)]
         cmd += ["--rounds", str(rounds), "--json"]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:

@@ -14,10 +14,10 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from ingest.cards import Card
-from ingest.index import build_index
-from ingest.settings import PROJECT_ROOT, Settings
-from ingest.splitter import CardSplitter
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import build_index
+from cardrag.ingest.settings import PROJECT_ROOT, Settings
+from cardrag.ingest.splitter import CardSplitter
 
 
 def throughput(
@@ -114,7 +114,7 @@ def thousand(workdir: Path, settings: Settings) -> dict[str, Any]:
     """
     if not (PUBMEDQA / "corpus.jsonl").is_file():
         return {}
-    code = "import json, sys; from evals.bench.ingest import measure_thousand; "
+    code = "import json, sys; from cardrag.evals.bench.ingest import measure_thousand; "
     code += "print(json.dumps(measure_thousand(sys.argv[1])))"
     env = {**os.environ, "CARDRAG_EMBEDDING_MODEL": settings.embedding_model, "TQDM_DISABLE": "1"}
     done = subprocess.run(
@@ -134,10 +134,10 @@ def measure_thousand(store: str, edits: int = 10) -> dict[str, Any]:
 
     Every core for the model (as ``cardrag ingest``), with the embedding cache.
     """
-    from evals.datasets import load_beir
-    from ingest.embeddings import LazyEmbeddings
-    from ingest.index import LocalGenerations, build
-    from ingest.index.cache import EmbeddingCache
+    from cardrag.evals.datasets import load_beir
+    from cardrag.ingest.embeddings import LazyEmbeddings
+    from cardrag.ingest.index import LocalGenerations, build
+    from cardrag.ingest.index.cache import EmbeddingCache
 
     settings = Settings()
     docs = load_beir(PUBMEDQA, "paragraph").cards

@@ -17,13 +17,19 @@ from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryStore
 
-from evals.systems import reranker_available, whole_card_splitter
-from ingest import metadata as md
-from ingest.cards import Card
-from ingest.index import build_index, chroma_client, open_collections, open_index, upsert_documents
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.evals.systems import reranker_available, whole_card_splitter
+from cardrag.ingest import metadata as md
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import (
+    build_index,
+    chroma_client,
+    open_collections,
+    open_index,
+    upsert_documents,
+)
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 FLOOR = "floor: embed + 1 Chroma query"
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from langchain_core.documents import Document
 
-from ingest import metadata as md
+from cardrag.ingest import metadata as md
 
 _VOCABULARY = (
     "tablet dose morning evening food stomach water pharmacist doctor nurse clinic fridge "

@@ -1,6 +1,6 @@
 """Building a generation: validate, write every row and record, complete, swap, collect.
 
-One sequence for every layout (:class:`~ingest.index.generations.Generations`), under the
+One sequence for every layout (:class:`~cardrag.ingest.index.generations.Generations`), under the
 store's writer lock: a failure anywhere drops the partial generation and leaves the live one
 answering; only a complete generation whose counts match its manifest is swapped in; then
 every generation but the new one and the one it replaced (the new one alone with ``clean``)
@@ -19,9 +19,9 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingest.cards import Card, load_cards
-from ingest.embeddings import LazyEmbeddings
-from ingest.index.cache import (
+from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.embeddings import LazyEmbeddings
+from cardrag.ingest.index.cache import (
     Changes,
     EmbeddingCache,
     cached_embeddings,
@@ -34,16 +34,16 @@ from ingest.index.cache import (
     save_record,
     text_key,
 )
-from ingest.index.generations import Generations, StoreMissingError, collect
-from ingest.index.local import LocalGenerations
-from ingest.index.manifest import make_manifest
-from ingest.index.parents import REDIS_SCHEMES
-from ingest.index.reader import Index, generations_of, own_client
-from ingest.index.remote import RemoteGenerations
-from ingest.index.rows import upsert_documents
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
+from cardrag.ingest.index.generations import Generations, StoreMissingError, collect
+from cardrag.ingest.index.local import LocalGenerations
+from cardrag.ingest.index.manifest import make_manifest
+from cardrag.ingest.index.parents import REDIS_SCHEMES
+from cardrag.ingest.index.reader import Index, generations_of, own_client
+from cardrag.ingest.index.remote import RemoteGenerations
+from cardrag.ingest.index.rows import upsert_documents
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
 
 logger = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ class EmbeddingCache:
     def vectors(self) -> BaseStore[str, bytes]:
         """The byte store holding the cached vectors."""
         if self.redis_url is not None:
-            from ingest.index.parents import redis_store
+            from cardrag.ingest.index.parents import redis_store
 
             return redis_store(self.redis_url, f"{self.namespace}:{CACHE}")
         return embedding_store(self.store_dir)

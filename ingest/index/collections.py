@@ -32,7 +32,7 @@ from chromadb.config import Settings as ChromaSettings
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
-from ingest import metadata as md
+from cardrag.ingest import metadata as md
 
 COLLECTION_NAME = "children"
 """Chroma collection holding one row per child chunk."""

@@ -2,20 +2,20 @@
 
 One protocol, :class:`Generations`, with two implementations:
 
-* :class:`~ingest.index.local.LocalGenerations`, a store folder (default ``.cardrag/``)::
+* :class:`~cardrag.ingest.index.local.LocalGenerations`, a store folder (default ``.cardrag/``)::
 
       .cardrag/
           .lock           held (``flock``) by the one ingest writing; holds its pid
           current -> index-20261129T142233-1a2b3c    (symlink: the index readers open)
           index-20261129T142233-1a2b3c/
               chroma/         Chroma persistent client, cosine space, three collections
-                              (:mod:`ingest.index.collections`)
+                              (:mod:`cardrag.ingest.index.collections`)
               parents/        LocalFileStore: one JSON record per card id
               bm25/           bm25s index over the same children (hybrid retrieval)
               manifest.json   model, chunk budgets, counts, build time: written last, so a
                               generation without one is incomplete
 
-* :class:`~ingest.index.remote.RemoteGenerations`, a Chroma server every worker reaches
+* :class:`~cardrag.ingest.index.remote.RemoteGenerations`, a Chroma server every worker reaches
   (``CARDRAG_CHROMA_URL``): collections ``{namespace}-{kind}-{generation}``, parents in the
   parent store under ``{namespace}:{generation}``, and a pointer, the metadata of the collection
   ``{namespace}-current`` (generation and manifest; one Chroma call, applied atomically).
@@ -43,8 +43,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
-from ingest.index.collections import Collections
-from ingest.lexical import BM25Index
+from cardrag.ingest.index.collections import Collections
+from cardrag.ingest.lexical import BM25Index
 
 CURRENT = "current"
 """Name of the link to the live index inside the store folder."""

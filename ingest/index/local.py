@@ -17,9 +17,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
-from ingest.index.cache import CACHE, RECORDS
-from ingest.index.collections import Collections, chroma_client, open_collections, open_vectorstore
-from ingest.index.generations import (
+from cardrag.ingest.index.cache import CACHE, RECORDS
+from cardrag.ingest.index.collections import (
+    Collections,
+    chroma_client,
+    open_collections,
+    open_vectorstore,
+)
+from cardrag.ingest.index.generations import (
     CURRENT,
     LOCK,
     MANIFEST,
@@ -29,8 +34,8 @@ from ingest.index.generations import (
     check_counts,
     new_generation,
 )
-from ingest.index.parents import count_parents, drop_parent_store, parent_store
-from ingest.lexical import BM25Index
+from cardrag.ingest.index.parents import count_parents, drop_parent_store, parent_store
+from cardrag.ingest.lexical import BM25Index
 
 
 @dataclass

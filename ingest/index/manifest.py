@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ingest.index.collections import DISTANCE_SPACE, KINDS
-from ingest.index.parents import PARENT_FORMAT_VERSION
-from ingest.splitter import CardSplitter
+from cardrag.ingest.index.collections import DISTANCE_SPACE, KINDS
+from cardrag.ingest.index.parents import PARENT_FORMAT_VERSION
+from cardrag.ingest.splitter import CardSplitter
 
 
 class ModelMismatchError(ValueError):

@@ -16,7 +16,7 @@ from langchain_classic.storage import EncoderBackedStore, LocalFileStore
 from langchain_core.documents import Document
 from langchain_core.stores import BaseStore, InMemoryByteStore
 
-from ingest import metadata as md
+from cardrag.ingest import metadata as md
 
 PARENT_FORMAT_VERSION = 1
 """Version written into every parent record; readers fill defaults for older records."""

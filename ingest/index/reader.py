@@ -12,13 +12,13 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
-from ingest.index.collections import Collections
-from ingest.index.generations import Generations
-from ingest.index.local import LocalGenerations
-from ingest.index.manifest import check_model
-from ingest.index.remote import RemoteGenerations
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
+from cardrag.ingest.index.collections import Collections
+from cardrag.ingest.index.generations import Generations
+from cardrag.ingest.index.local import LocalGenerations
+from cardrag.ingest.index.manifest import check_model
+from cardrag.ingest.index.remote import RemoteGenerations
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
 
 
 @dataclass

@@ -17,22 +17,22 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
-from ingest.index.collections import (
+from cardrag.ingest.index.collections import (
     COLLECTION_NAME,
     KINDS,
     Collections,
     http_client,
     open_collections,
 )
-from ingest.index.generations import (
+from cardrag.ingest.index.generations import (
     GenerationCountError,
     StoreLockedError,
     StoreMissingError,
     check_counts,
     new_generation,
 )
-from ingest.index.parents import count_parents, drop_parent_store, parent_store
-from ingest.lexical import BM25Index
+from cardrag.ingest.index.parents import count_parents, drop_parent_store, parent_store
+from cardrag.ingest.lexical import BM25Index
 
 logger = logging.getLogger(__name__)
 

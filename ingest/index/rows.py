@@ -12,9 +12,9 @@ from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from tqdm.auto import tqdm
 
-from ingest import metadata as md
-from ingest.index.collections import Collections
-from ingest.splitter import CardSplitter
+from cardrag.ingest import metadata as md
+from cardrag.ingest.index.collections import Collections
+from cardrag.ingest.splitter import CardSplitter
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from app.citations import (
+from cardrag.app.citations import (
     Segment,
     drop_markers,
     extract_citations,
@@ -35,7 +35,7 @@ def test_answer_citing_nothing_while_cards_were_retrieved_is_flagged() -> None:
 
 
 def test_markers_inside_card_text_are_removed_cleanly() -> None:
-    from app.citations import neutralise
+    from cardrag.app.citations import neutralise
 
     assert neutralise("A [cite:card-a]. B [cite: card-b ][cite:x] and C.") == "A. B and C."
     assert neutralise("No markers here.") == "No markers here."

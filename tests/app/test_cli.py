@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from cardrag.app.cli import main
 from tests.conftest import REAL_MODEL
 
 
@@ -82,15 +82,15 @@ def test_index_built_with_another_model_is_refused(
 
 
 def test_tune_is_a_command_the_evaluation_package_adds() -> None:
-    from app.cli import plugin_commands
+    from cardrag.app.cli import plugin_commands
 
-    assert plugin_commands()["tune"].value == "evals.tune:main"
+    assert plugin_commands()["tune"].value == "cardrag.evals.tune:main"
 
 
 def test_the_product_never_imports_its_evaluation_package() -> None:
     import ast
 
-    from ingest.settings import PROJECT_ROOT
+    from cardrag.ingest.settings import PROJECT_ROOT
 
     offenders = []
     for package in ("app", "ingest", "retrievers"):

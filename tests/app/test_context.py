@@ -6,12 +6,12 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.stores import InMemoryStore
 
-from app.context import Context, resolve_chat_model
-from app.extractive import ExtractiveAnswerer
-from ingest.index import Index, chroma_client, open_collections
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.app.context import Context, resolve_chat_model
+from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.ingest.index import Index, chroma_client, open_collections
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import FakeEmbeddings
 
 

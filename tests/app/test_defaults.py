@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.context import Context
-from app.graph import answer
-from ingest.cards import Card
-from ingest.index import ingest_folder
-from ingest.settings import Settings
+from cardrag.app.context import Context
+from cardrag.app.graph import answer
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import ingest_folder
+from cardrag.ingest.settings import Settings
 from tests.conftest import card_folder
 
 pytestmark = pytest.mark.real  # every test here runs a real model

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from app.citations import verify_citations
-from app.extractive import ExtractiveAnswerer, about_another_medicine, reads_like_instructions
-from app.prompts import card_context
+from cardrag.app.citations import verify_citations
+from cardrag.app.extractive import (
+    ExtractiveAnswerer,
+    about_another_medicine,
+    reads_like_instructions,
+)
+from cardrag.app.prompts import card_context
 from tests.conftest import FakeEmbeddings
 
 TAMPERED = Document(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from app.grading import (
+from cardrag.app.grading import (
     FEATURES,
     Calibration,
     Grade,
@@ -15,8 +15,8 @@ from app.grading import (
     load_calibration,
     refusal_reason,
 )
-from app.terms import missing_terms, salient_terms, vocabulary
-from app.vectors import Vectors
+from cardrag.app.terms import missing_terms, salient_terms, vocabulary
+from cardrag.app.vectors import Vectors
 from tests.conftest import FakeEmbeddings
 
 CALIBRATION = Calibration(
@@ -89,7 +89,7 @@ def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
 
 
 def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None:
-    from app.terms import text_language
+    from cardrag.app.terms import text_language
 
     card = Document(
         id="card-pt",

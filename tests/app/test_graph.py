@@ -8,14 +8,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from app.context import Context
-from app.extractive import ExtractiveAnswerer
-from app.grading import Grader
-from app.graph import QuestionError, answer, check_question, graph
-from app.prompts import GATE_REASON, MODEL_REASON
-from app.vectors import Vectors
-from ingest.index import open_index
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.app.context import Context
+from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.app.grading import Grader
+from cardrag.app.graph import QuestionError, answer, check_question, graph
+from cardrag.app.prompts import GATE_REASON, MODEL_REASON
+from cardrag.app.vectors import Vectors
+from cardrag.ingest.index import open_index
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 
 @pytest.fixture(scope="module")

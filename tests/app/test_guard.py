@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
-from app.guard import SECURITY_HEADERS, Guard
+from cardrag.app.guard import SECURITY_HEADERS, Guard
 
 
 def _client(max_body: int) -> TestClient:

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from app.server import running as live_server
-from ingest.cards import Card
-from ingest.settings import Settings
+from cardrag.app.server import running as live_server
+from cardrag.ingest.cards import Card
+from cardrag.ingest.settings import Settings
 from tests.conftest import REAL_MODEL, system_package
 
 CHROMIUM_FLAGS = [

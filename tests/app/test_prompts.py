@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from app.prompts import card_context
-from ingest.cards import Card
-from ingest.splitter import CardSplitter
-from retrievers.matched import window
+from cardrag.app.prompts import card_context
+from cardrag.ingest.cards import Card
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.matched import window
 
 
 def test_window_contains_the_passage_and_respects_the_budget() -> None:

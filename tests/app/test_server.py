@@ -11,11 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 from langchain_core.embeddings import Embeddings
 
-from app.server import create_app
-from app.server import running as live_server
-from ingest.cards import Card
-from ingest.index import ingest_folder
-from ingest.settings import Settings
+from cardrag.app.server import create_app
+from cardrag.app.server import running as live_server
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import ingest_folder
+from cardrag.ingest.settings import Settings
 from tests.conftest import REAL_MODEL, card_folder
 
 NARROW = "How long can an insulin pen stay out of the fridge?"
@@ -240,8 +240,8 @@ def test_every_response_carries_the_security_headers(client: TestClient, path: s
 
 def _store(root: Path, cards: list[Card], embeddings: Embeddings, model: str) -> None:
     """A store (one more generation) built with ``embeddings``, recorded as ``model``."""
-    from ingest.index import build_index
-    from ingest.splitter import CardSplitter
+    from cardrag.ingest.index import build_index
+    from cardrag.ingest.splitter import CardSplitter
 
     manifest = {"embedding_model": model}
     build_index(cards, root, embeddings, CardSplitter(), progress=False, extra_manifest=manifest)
@@ -320,7 +320,7 @@ def _released(folder: Path, within: float = 5.0) -> bool:
 def test_the_server_releases_the_generations_it_no_longer_serves(
     tmp_path: Path, shipped_cards: list[Card]
 ) -> None:
-    from app.server import Service
+    from cardrag.app.server import Service
 
     cards = card_folder(tmp_path / "cards", shipped_cards[:2])
     settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from app.terms import (
+from cardrag.app.terms import (
     aspect_coverage,
     coverage,
     fold,

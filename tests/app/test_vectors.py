@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from app.vectors import QUESTIONS_KEPT, Vectors, dot
+from cardrag.app.vectors import QUESTIONS_KEPT, Vectors, dot
 from tests.conftest import CountingEmbeddings
 
 

@@ -23,15 +23,15 @@ import pytest
 from fastapi.testclient import TestClient
 from langchain_core.documents import Document
 
-from app.cli import main
-from app.context import Context
-from app.graph import answer
-from app.server import create_app
-from ingest.cards import Card
-from ingest.index import ingest_folder
-from ingest.settings import Settings
-from retrievers.fusion import ChildHit, ParentHit
-from retrievers.parent import ScoredParentDocumentRetriever, assemble
+from cardrag.app.cli import main
+from cardrag.app.context import Context
+from cardrag.app.graph import answer
+from cardrag.app.server import create_app
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import ingest_folder
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.fusion import ChildHit, ParentHit
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever, assemble
 from tests.conftest import REAL_MODEL, card_folder
 
 pytestmark = pytest.mark.real  # real models, a Chroma server, the CLI and the API

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.grading import FEATURES
-from evals.answerability import (
+from cardrag.app.grading import FEATURES
+from cardrag.evals.answerability import (
     THRESHOLD_MARGIN,
     Question,
     Scored,
@@ -19,8 +19,8 @@ from evals.answerability import (
     questions,
     training_rows,
 )
-from evals.cases import load_uncovered
-from ingest.cards import load_cards
+from cardrag.evals.cases import load_uncovered
+from cardrag.ingest.cards import load_cards
 from tests.conftest import CARDS_DIR
 
 

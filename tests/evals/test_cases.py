@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from app.reply import CitedCard, Reply, RetrievedCard
-from evals.cases import (
+from cardrag.app.reply import CitedCard, Reply, RetrievedCard
+from cardrag.evals.cases import (
     REDTEAM_CARDS,
     Expectation,
     citation_precision,
@@ -11,7 +11,7 @@ from evals.cases import (
     load_redteam_cases,
     redteam_failures,
 )
-from ingest.cards import Card, load_cards
+from cardrag.ingest.cards import Card, load_cards
 
 
 def test_golden_cases_cover_the_kinds_and_cite_real_cards(shipped_cards: list[Card]) -> None:

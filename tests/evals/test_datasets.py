@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.cases import GOLDEN
-from evals.datasets import load_beir, load_golden
+from cardrag.evals.cases import GOLDEN
+from cardrag.evals.datasets import load_beir, load_golden
 from tests.conftest import CARDS_DIR
 
 

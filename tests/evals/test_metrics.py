@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from evals.metrics import evaluate, hit_rate_at_k, mean, mrr_at_k, ndcg_at_k, recall_at_k
+from cardrag.evals.metrics import evaluate, hit_rate_at_k, mean, mrr_at_k, ndcg_at_k, recall_at_k
 
 QRELS = {"q1": {"a": 1, "c": 1}, "q2": {"x": 1}, "q3": {"z": 1}}
 RUN = {

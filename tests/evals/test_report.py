@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evals.report import machine, render, update_report
+from cardrag.evals.report import machine, render, update_report
 
 METRICS = {"recall@1": 0.5, "recall@5": 1.0, "mrr@10": 0.75, "ndcg@10": 0.8, "hit@5": 1.0}
 

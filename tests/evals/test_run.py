@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from evals.run import THRESHOLDS, regressions
+from cardrag.evals.run import THRESHOLDS, regressions
 
 
 def _report(

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-import evals.sweep as sweep_module
-from evals.sweep import CachedScores, chunking_key, sweep
-from ingest.settings import Settings
+import cardrag.evals.sweep as sweep_module
+from cardrag.evals.sweep import CachedScores, chunking_key, sweep
+from cardrag.ingest.settings import Settings
 from tests.conftest import FakeEmbeddings
 from tests.evals.test_systems import CARDS, QRELS, QUERIES
 from tests.retrievers.test_rerank import ByLength

@@ -6,10 +6,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-import evals.systems as systems
-from evals.metrics import evaluate
-from evals.systems import EVAL_CACHE, cached, describe, run_systems
-from ingest.settings import Settings
+import cardrag.evals.systems as systems
+from cardrag.evals.metrics import evaluate
+from cardrag.evals.systems import EVAL_CACHE, cached, describe, run_systems
+from cardrag.ingest.settings import Settings
 from tests.conftest import CountingEmbeddings, FakeEmbeddings
 
 CARDS = [

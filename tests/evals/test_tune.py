@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-import evals.tune as tune_module
-from app.cli import main as cli
-from evals import systems
-from evals.cases import GOLDEN
-from evals.datasets import Dataset, load_golden
-from evals.sweep import build, run
-from evals.systems import configured
-from evals.tune import Candidate, choose, grid, part, split, tune, write_settings
-from ingest.settings import PROJECT_ROOT, Settings
+import cardrag.evals.tune as tune_module
+from cardrag.app.cli import main as cli
+from cardrag.evals import systems
+from cardrag.evals.cases import GOLDEN
+from cardrag.evals.datasets import Dataset, load_golden
+from cardrag.evals.sweep import build, run
+from cardrag.evals.systems import configured
+from cardrag.evals.tune import Candidate, choose, grid, part, split, tune, write_settings
+from cardrag.ingest.settings import PROJECT_ROOT, Settings
 from tests.conftest import REAL_MODEL
 
 BASE = Settings(embedding_model=REAL_MODEL, min_similarity=None)

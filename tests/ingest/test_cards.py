@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.cards import Card, CardError, load_card, load_cards, parse_card
+from cardrag.ingest.cards import Card, CardError, load_card, load_cards, parse_card
 
 GOOD = """---
 id: card-example

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from ingest.embeddings import UnknownModelError, load_embeddings, resolve_model_path
+from cardrag.ingest.embeddings import UnknownModelError, load_embeddings, resolve_model_path
 
 
 def test_unknown_model_is_refused_not_downloaded() -> None:

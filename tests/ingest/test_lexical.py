@@ -4,8 +4,8 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from ingest.index import open_vectorstore
-from ingest.lexical import BM25Index
+from cardrag.ingest.index import open_vectorstore
+from cardrag.ingest.lexical import BM25Index
 from tests.conftest import FakeEmbeddings
 
 TEXTS = [

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from ingest.cards import Card, CardError, load_cards
-from ingest.index import ingest_folder
-from ingest.sections import sections_of, split_sections
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.ingest.cards import Card, CardError, load_cards
+from cardrag.ingest.index import ingest_folder
+from cardrag.ingest.sections import sections_of, split_sections
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder
 
 HANDBOOK = """---

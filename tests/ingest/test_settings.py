@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ingest.settings import MODEL_MIN_SIMILARITY, Settings
+from cardrag.ingest.settings import MODEL_MIN_SIMILARITY, Settings
 
 
 @pytest.fixture

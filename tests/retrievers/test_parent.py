@@ -15,14 +15,20 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.stores import InMemoryStore
 
-from evals.cases import GOLDEN, load_golden_cases
-from ingest.index import build_index, chroma_client, open_collections, open_index, open_vectorstore
-from ingest.index.collections import NOT_RESTRICTED
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
-from retrievers.fusion import ChildHit
-from retrievers.parent import ScoredParentDocumentRetriever, first_fetch, next_fetch
+from cardrag.evals.cases import GOLDEN, load_golden_cases
+from cardrag.ingest.index import (
+    build_index,
+    chroma_client,
+    open_collections,
+    open_index,
+    open_vectorstore,
+)
+from cardrag.ingest.index.collections import NOT_RESTRICTED
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.fusion import ChildHit
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever, first_fetch, next_fetch
 from tests.conftest import REAL_MODEL, FakeEmbeddings
 
 
@@ -127,7 +133,7 @@ def test_missing_parent_is_skipped_with_a_warning_and_k_still_returned(
     small: ScoredParentDocumentRetriever, caplog: pytest.LogCaptureFixture
 ) -> None:
     small.docstore.mdelete(["card-a"])
-    with caplog.at_level(logging.WARNING, logger="retrievers.parent"):
+    with caplog.at_level(logging.WARNING, logger="cardrag.retrievers.parent"):
         docs = small.invoke("pills stomach morning")
     assert [d.id for d in docs] == ["card-c", "card-b", "card-d"]
     assert "parents missing from the docstore, skipped: card-a" in caplog.text

@@ -19,9 +19,9 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from ingest.index import Index, open_index
-from ingest.settings import MODEL_MIN_SIMILARITY
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.ingest.index import Index, open_index
+from cardrag.ingest.settings import MODEL_MIN_SIMILARITY
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL
 
 QUESTION = "How should I store insulin when I travel?"

@@ -8,10 +8,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingest.index import open_index
-from ingest.settings import Settings
-from retrievers.parent import ScoredParentDocumentRetriever
-from retrievers.rerank import (
+from cardrag.ingest.index import open_index
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.retrievers.rerank import (
     CrossEncoderReranker,
     OnnxCrossEncoder,
     load_cross_encoder,

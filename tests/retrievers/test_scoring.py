@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrievers.fusion import ChildHit, ParentHit
-from retrievers.scoring import at_least, cosine_similarities, distance_to_similarity
+from cardrag.retrievers.fusion import ChildHit, ParentHit
+from cardrag.retrievers.scoring import at_least, cosine_similarities, distance_to_similarity
 
 
 @pytest.mark.parametrize(

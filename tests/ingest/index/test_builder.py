@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from ingest import metadata as md
-from ingest.cards import Card, CardError
-from ingest.index import (
+from cardrag.ingest import metadata as md
+from cardrag.ingest.cards import Card, CardError
+from cardrag.ingest.index import (
     Collections,
     StoreMissingError,
     build_index,
@@ -21,11 +21,11 @@ from ingest.index import (
     open_index,
     upsert_documents,
 )
-from ingest.index.generations import CURRENT
-from ingest.index.parents import deserialize_parent, open_parent_store, serialize_parent
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
+from cardrag.ingest.index.generations import CURRENT
+from cardrag.ingest.index.parents import deserialize_parent, open_parent_store, serialize_parent
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
 from tests.conftest import CARDS_DIR, REAL_MODEL, FakeEmbeddings, card_folder
 
 CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")
@@ -297,7 +297,7 @@ def test_bm25_from_the_rows_written_is_the_index_a_read_back_builds(tmp_path: Pa
 def test_the_card_size_limit_is_a_setting_checked_before_anything_is_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ingest.__main__ import main
+    from cardrag.ingest.__main__ import main
 
     monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("CARDRAG_MAX_CARD_CHARS", "1000")

@@ -8,21 +8,21 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from ingest import embeddings as embedding_models
-from ingest.__main__ import run
-from ingest.cards import Card
-from ingest.index import build, ingest_folder, open_index
-from ingest.index.builder import plan_folder
-from ingest.index.cache import (
+from cardrag.ingest import embeddings as embedding_models
+from cardrag.ingest.__main__ import run
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import build, ingest_folder, open_index
+from cardrag.ingest.index.builder import plan_folder
+from cardrag.ingest.index.cache import (
     EmbeddingCache,
     cached_embeddings,
     embedding_store,
     load_record,
     text_key,
 )
-from ingest.index.local import LocalGenerations
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
+from cardrag.ingest.index.local import LocalGenerations
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
 from tests.conftest import REAL_MODEL, FakeEmbeddings, card_folder
 
 QUESTIONS = [
@@ -116,7 +116,7 @@ def test_cached_vectors_are_bit_identical_to_fresh_ones(
 
 
 def _answers(store: Path, embeddings: Embeddings) -> list[list[tuple[str | None, float, str]]]:
-    from retrievers.parent import ScoredParentDocumentRetriever
+    from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
     index = open_index(store, embeddings, REAL_MODEL)
     retriever = ScoredParentDocumentRetriever.from_index(

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from ingest.__main__ import run
-from ingest.cards import Card
-from ingest.embeddings import UnknownModelError
-from ingest.index import (
+from cardrag.ingest.__main__ import run
+from cardrag.ingest.cards import Card
+from cardrag.ingest.embeddings import UnknownModelError
+from cardrag.ingest.index import (
     GenerationCountError,
     Index,
     LocalGenerations,
@@ -29,11 +29,11 @@ from ingest.index import (
     open_index,
     upsert_documents,
 )
-from ingest.index.generations import CURRENT, MANIFEST
-from ingest.index.manifest import make_manifest
-from ingest.lexical import BM25Index
-from ingest.settings import Settings
-from ingest.splitter import CardSplitter
+from cardrag.ingest.index.generations import CURRENT, MANIFEST
+from cardrag.ingest.index.manifest import make_manifest
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import Settings
+from cardrag.ingest.splitter import CardSplitter
 from tests.conftest import REAL_MODEL, card_folder
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -145,7 +145,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from ingest.index import LocalGenerations
+    from cardrag.ingest.index import LocalGenerations
     generations = LocalGenerations(Path(sys.argv[1]))
     with generations.lock():
         building = generations.new()  # a generation being built: no manifest yet

@@ -16,13 +16,13 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from app.context import Context
-from app.graph import answer
-from app.server import create_app
-from ingest.cards import Card
-from ingest.index import current_generation, ingest_folder, parent_store
-from ingest.settings import Settings
-from retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.app.context import Context
+from cardrag.app.graph import answer
+from cardrag.app.server import create_app
+from cardrag.ingest.cards import Card
+from cardrag.ingest.index import current_generation, ingest_folder, parent_store
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder, free_port, start_chroma, stop, wait_until
 
 QUESTIONS = [
@@ -173,7 +173,7 @@ def workers(remote: Settings) -> Iterator[list[str]]:
     procs, urls = [], []
     for _ in range(2):
         port = free_port()
-        cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+        cmd = [sys.executable, "-m", "cardrag.app.cli", "serve", "--port", str(port)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
 
@@ -257,7 +257,7 @@ def test_a_chroma_outage_is_a_503_to_retry_and_recovers_by_itself(
 
 
 def test_a_second_writer_on_the_server_is_refused_naming_the_holder(remote: Settings) -> None:
-    from ingest.index import RemoteGenerations, StoreLockedError
+    from cardrag.ingest.index import RemoteGenerations, StoreLockedError
 
     assert remote.chroma_url is not None
     generations = RemoteGenerations(
@@ -273,14 +273,14 @@ def test_a_second_writer_on_the_server_is_refused_naming_the_holder(remote: Sett
 
 
 def _empty_cache(settings: Settings) -> None:
-    from ingest.index.builder import cache_of
+    from cardrag.ingest.index.builder import cache_of
 
     vectors = cache_of(settings).vectors()
     vectors.mdelete(list(vectors.yield_keys()))
 
 
 def test_the_embedding_cache_lives_in_the_parents_redis(remote: Settings, redis_url: str) -> None:
-    from ingest.index.builder import cache_of
+    from cardrag.ingest.index.builder import cache_of
 
     cache = cache_of(remote)
     assert cache.redis_url == redis_url
