@@ -59,7 +59,7 @@ from cardrag.ingest.index import (
     open_current,
 )
 from cardrag.ingest.settings import Settings
-from cardrag.retrievers.parent import visible
+from cardrag.retrievers.expansion import visible
 
 logger = logging.getLogger(__name__)
 

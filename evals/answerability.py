@@ -10,7 +10,7 @@
    similarity gate off, and every retrieved card's grading features are computed
    (:func:`cardrag.app.grading.card_features`).
 3. The questions are split into a tuning and a held-out part, stratified by source, language
-   and kind, with :func:`cardrag.evals.tune.split`'s seed. A logistic model of the features
+   and kind, with :func:`cardrag.evals.split.split`'s seed. A logistic model of the features
    is fitted on the tuning part only (answering cards against cards retrieved for uncovered
    questions), and its threshold is the highest that refuses at most
    :data:`FALSE_REFUSAL_BUDGET` of the tuning part's golden questions, less
@@ -40,7 +40,7 @@ from cardrag.app.grading import CALIBRATION_FILE, FEATURES, Calibration, card_fe
 from cardrag.app.terms import question_language, salient_terms, text_language
 from cardrag.app.vectors import Vectors, dot
 from cardrag.evals.cases import GOLDEN, load_golden_cases, load_uncovered
-from cardrag.evals.tune import split
+from cardrag.evals.split import split
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
@@ -143,7 +143,7 @@ def featurise(
 
 
 def held_out_ids(qs: Sequence[Question]) -> set[str]:
-    """The held-out part's ids: :func:`cardrag.evals.tune.split` by source, language, kind."""
+    """The held-out part's ids: :func:`cardrag.evals.split.split` by source, language, kind."""
     strata = {q.qid: f"{q.source}|{q.language}|{q.kind}" for q in qs}
     _, held_out = split([q.qid for q in qs], strata)
     return set(held_out)

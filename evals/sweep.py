@@ -29,7 +29,7 @@ from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 CHUNKING_FIELDS = ("chunker", "chunk_size", "chunk_overlap", "card_row_max_chars")
 """Settings that change what is embedded (a new index); every other field is query-time.
-Card rows are always written; a setting without ``card_vector`` filters them out in the query."""
+Card rows are always written; a setting without ``card_rows`` filters them out in the query."""
 
 
 @dataclass
@@ -60,7 +60,7 @@ def build(
     cards: Sequence[Document], embeddings: Embeddings, settings: Settings, workdir: Path
 ) -> Built:
     """Index the cards with the settings' chunking (card rows included when enabled)."""
-    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
+    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
     name = "-".join(str(v) for v in chunking_key(settings))
     base = index(cards, embeddings, splitter, workdir / name)
     children = splitter.split_documents(cards)

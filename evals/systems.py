@@ -188,13 +188,13 @@ def run_systems(
         ask_k: The k a user asks for, for the parents-per-query column.
     """
     atomic = index(cards, embeddings, whole_card_splitter(), workdir / "card-atomic")
-    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
+    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
     base = index(cards, embeddings, splitter, workdir / "children")
     bm25 = BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages)
     variants = {
-        "children": settings.model_copy(update={"hybrid": False, "card_vector": False}),
-        "hybrid": settings.model_copy(update={"hybrid": True, "card_vector": False}),
-        "hybrid+card": settings.model_copy(update={"hybrid": True, "card_vector": True}),
+        "children": settings.model_copy(update={"hybrid": False, "card_rows": False}),
+        "hybrid": settings.model_copy(update={"hybrid": True, "card_rows": False}),
+        "hybrid+card": settings.model_copy(update={"hybrid": True, "card_rows": True}),
         "ours": settings,
     }
     if not settings.rerank and reranker_available():
@@ -263,7 +263,7 @@ def describe(settings: Settings) -> dict[str, Any]:
     """The retrieval configuration of ``ours``, for the report."""
     return {
         "hybrid": settings.hybrid,
-        "card_vector": settings.card_vector,
+        "card_rows": settings.card_rows,
         "weights": {
             "dense": settings.dense_weight,
             "card": settings.card_weight,

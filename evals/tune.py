@@ -1,7 +1,7 @@
 """``cardrag tune``: choose chunk budgets and fusion weights on a deployment's own questions.
 
 1. The cases are split into a tuning part and a held-out part (fixed seed, stratified by
-   ``kind`` where cases have one): :func:`split`.
+   ``kind`` where cases have one): :func:`cardrag.evals.split.split`.
 2. Every candidate of a small grid (:data:`CHUNKINGS` x :data:`FUSIONS` x :data:`RRF_CS` x
    reranker off/on) is scored on the tuning part only, and the best is chosen
    (:func:`choose`: MRR@10, then recall@1, then recall@5). Embeddings are computed once per
@@ -19,9 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from tqdm.auto import tqdm
 
 from cardrag.evals.datasets import Dataset
 from cardrag.evals.metrics import evaluate
+from cardrag.evals.split import SEED, part, split
 from cardrag.evals.sweep import Built, build, chunking_key, run, shared_reranker
 from cardrag.evals.systems import cached, configured, reranker_available
 from cardrag.ingest.settings import Settings
@@ -58,8 +58,6 @@ TUNED_FIELDS = (
     "rerank",
 )
 """What tuning may change (and writes to the settings file)."""
-HELD_OUT_FRACTION = 0.3
-SEED = 13
 
 
 @dataclass
@@ -81,49 +79,6 @@ class Candidate:
             f"{s.chunk_size}/{s.chunk_overlap} w={s.dense_weight:g}/{s.bm25_weight:g}/"
             f"{s.card_weight:g} c={s.rrf_c}{' rerank' if s.rerank else ''}"
         )
-
-
-def split(
-    qids: Sequence[str],
-    kinds: Mapping[str, str],
-    held_out_fraction: float = HELD_OUT_FRACTION,
-    seed: int = SEED,
-) -> tuple[list[str], list[str]]:
-    """Question ids split into (tuning, held-out), stratified by kind, reproducibly.
-
-    Each kind contributes ``round(n * fraction)`` held-out questions (at least one when it has
-    two or more), drawn with a seeded shuffle of the sorted ids.
-
-    Example:
-        >>> split(["a", "b", "c", "d"], {}, 0.5, seed=1)
-        (['a', 'b'], ['c', 'd'])
-    """
-    by_kind: dict[str, list[str]] = defaultdict(list)
-    for qid in sorted(qids):
-        by_kind[kinds.get(qid, "")].append(qid)
-    tuning: list[str] = []
-    held_out: list[str] = []
-    rng = random.Random(seed)
-    for kind in sorted(by_kind):
-        ids = by_kind[kind]
-        rng.shuffle(ids)
-        n = round(len(ids) * held_out_fraction)
-        n = max(n, 1) if len(ids) >= 2 else n
-        held_out += ids[:n]
-        tuning += ids[n:]
-    return sorted(tuning), sorted(held_out)
-
-
-def part(dataset: Dataset, qids: Iterable[str], name: str) -> Dataset:
-    """The dataset restricted to some questions (same cards)."""
-    keep = list(qids)
-    return replace(
-        dataset,
-        name=f"{dataset.name} ({name})",
-        queries={q: dataset.queries[q] for q in keep},
-        qrels={q: dataset.qrels[q] for q in keep},
-        kinds={q: dataset.kinds.get(q, "") for q in keep},
-    )
 
 
 def grid(base: Settings, *, rerank: bool) -> list[Settings]:

@@ -34,7 +34,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.sections import split_sections
+from cardrag.ingest.sections import sections_of
 from cardrag.ingest.settings import default
 
 Sensitivity = Literal["public", "internal", "restricted"]
@@ -270,3 +270,24 @@ def check_unique(cards: Iterable[Card]) -> list[Card]:
             )
         seen[card.id] = card
     return list(seen.values())
+
+
+def split_sections(card: Card) -> list[Card]:
+    """A card as it is, or a document as its sections (see the module docstring)."""
+    if card.kind != "document":
+        return [card]
+    sections: list[Card] = []
+    for trail, body in sections_of(card.body):
+        title = f"{card.title}: {' / '.join(trail)}" if trail else card.title
+        sections.append(
+            card.model_copy(
+                update={
+                    "id": f"{card.id}-{len(sections) + 1:02d}",
+                    "title": title,
+                    "body": body,
+                    "kind": "card",
+                    "document_id": card.id,
+                }
+            )
+        )
+    return sections

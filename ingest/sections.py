@@ -3,7 +3,8 @@
 A handbook chapter is too long to hand the model whole, and its chapters answer different
 questions; its sections are the natural parents. A file with ``kind: document`` in its front
 matter is cut at every heading of levels 1 to 3 (``#`` to ``###``, outside code fences). Each
-section with text becomes a :class:`~cardrag.ingest.cards.Card` that inherits the front matter, with
+section with text becomes a :class:`~cardrag.ingest.cards.Card` that inherits the front
+matter (:func:`cardrag.ingest.cards.split_sections`; this module only reads the text), with
 
 * id ``{document id}-{NN}`` (NN from 01, in order), so citations stay ``[cite:card-...]``;
 * title ``{document title}: {heading trail}``, e.g. ``Handbook: Travel / Time zones``;
@@ -16,35 +17,10 @@ before the next heading only contributes to the trail of the sections under it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # cards.py calls this module; the Card instances carry their own class
-    from cardrag.ingest.cards import Card
 
 HEADING = re.compile(r"^(#{1,3})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 """An ATX heading of level 1 to 3; the text without closing hashes."""
 FENCE = re.compile(r"^\s*(```|~~~)")
-
-
-def split_sections(card: Card) -> list[Card]:
-    """A card as it is, or a document as its sections (see the module docstring)."""
-    if card.kind != "document":
-        return [card]
-    sections: list[Card] = []
-    for trail, body in sections_of(card.body):
-        title = f"{card.title}: {' / '.join(trail)}" if trail else card.title
-        sections.append(
-            card.model_copy(
-                update={
-                    "id": f"{card.id}-{len(sections) + 1:02d}",
-                    "title": title,
-                    "body": body,
-                    "kind": "card",
-                    "document_id": card.id,
-                }
-            )
-        )
-    return sections
 
 
 def sections_of(text: str) -> list[tuple[list[str], str]]:

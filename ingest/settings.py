@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     """Sentence window budget: the matched sentence plus whole neighbouring sentences, at most
     this many characters (``sentence_window`` only)."""
 
-    card_vector: bool = True
+    card_rows: bool = True
     """Also index each whole card as one row (``chunk_index`` -1), ranked beside the children."""
 
     card_row_max_chars: int | None = Field(default=2500, gt=0)
@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     """RRF weight of the dense best-child ranking."""
 
     card_weight: float = Field(default=1.0, ge=0)
-    """RRF weight of the whole-card rows (with ``card_vector``)."""
+    """RRF weight of the whole-card rows (with ``card_rows``)."""
 
     bm25_weight: float = Field(default=0.75, ge=0)
     """RRF weight of the BM25 ranking (with ``hybrid``). Below the dense weights: at 1.0 BM25
@@ -191,13 +191,13 @@ class Settings(BaseSettings):
         return MODEL_MIN_SIMILARITY.get(self.embedding_model, 0.3)
 
     @property
-    def card_rows(self) -> bool:
+    def uses_card_rows(self) -> bool:
         """Whether whole-card rows are indexed and ranked.
 
-        That is ``card_vector``, except with the ``none`` chunker, whose only child already is
+        That is ``card_rows``, except with the ``none`` chunker, whose only child already is
         the whole card.
         """
-        return self.card_vector and self.chunker != "none"
+        return self.card_rows and self.chunker != "none"
 
     @field_validator("chroma_url", "parent_store", "chat_model", mode="before")
     @classmethod

@@ -82,7 +82,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         *,
         mode: Chunker = "parent_child",
         window_chars: int = 600,
-        card_row: bool = False,
+        card_rows: bool = False,
         card_row_max_chars: int | None = 2500,
     ) -> None:
         if chunk_overlap >= chunk_size:
@@ -104,7 +104,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         self.overlap = chunk_overlap
         self.mode: Chunker = mode
         self.window_chars = window_chars
-        self.card_row = card_row and mode != "none"
+        self.card_rows = card_rows and mode != "none"
         self.card_row_max_chars = card_row_max_chars
 
     @classmethod
@@ -115,7 +115,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
             settings.chunk_overlap,
             mode=settings.chunker,
             window_chars=settings.window_chars,
-            card_row=settings.card_rows,
+            card_rows=settings.uses_card_rows,
             card_row_max_chars=settings.card_row_max_chars,
         )
 
@@ -185,7 +185,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
 
         The first child of each parent is prefixed with the parent's ``title`` metadata (when
         present). Children copy the parent's metadata and add ``chunk_index``,
-        ``start_index`` and ``end_index``. With ``card_row`` each parent no longer than
+        ``start_index`` and ``end_index``. With ``card_rows`` each parent no longer than
         ``card_row_max_chars`` (None: any) also gets one row holding the whole card,
         ``chunk_index`` = ``CARD_ROW`` (-1): a much longer card's vector would only see its
         beginning (on XQuAD articles such rows cut recall@1 from 0.978 to 0.969).
@@ -199,7 +199,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         title = doc.metadata.get(md.TITLE)
         body = doc.page_content
         limit = self.card_row_max_chars
-        with_row = self.card_row and (limit is None or len(body) <= limit)
+        with_row = self.card_rows and (limit is None or len(body) <= limit)
         out = []
         for index, span in enumerate(self.split_spans(doc.page_content)):
             text = f"{title}\n\n{span.text}" if index == 0 and title else span.text
@@ -208,7 +208,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
                 md.CHUNK_INDEX: index,
                 md.START_INDEX: span.start,
                 md.END_INDEX: span.end,
-                **({md.HAS_CARD_ROW: with_row} if self.card_row else {}),
+                **({md.HAS_CARD_ROW: with_row} if self.card_rows else {}),
                 **(
                     {md.WINDOW_START_INDEX: span.window[0], md.WINDOW_END_INDEX: span.window[1]}
                     if span.window

@@ -1,4 +1,4 @@
-"""Ranking parents: best score per parent, reciprocal rank fusion, and the two combined.
+"""Ranking parents: best score per parent, reciprocal rank fusion, the similarity floor.
 
 Pure functions over ``(id, score)`` records, shared by the sync and async paths.
 """
@@ -6,33 +6,11 @@ Pure functions over ``(id, score)`` records, shared by the sync and async paths.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.index.search import ChildHit
 from cardrag.ingest.settings import default
-from cardrag.retrievers.scoring import at_least
-
-
-@dataclass(frozen=True)
-class ChildHit:
-    """One child chunk returned by the vector store, with its similarity."""
-
-    child_id: str
-    """``{card_id}::{NN}``."""
-    parent_id: str
-    """Card id the child belongs to."""
-    score: float
-    """Similarity to the question (higher is better)."""
-    text: str = ""
-    """The child's text as embedded."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """The child's metadata row."""
-
-    @property
-    def is_card_row(self) -> bool:
-        """True for the whole-card row (``chunk_index == CARD_ROW``), not a real child."""
-        return self.metadata.get(md.CHUNK_INDEX) == md.CARD_ROW
 
 
 @dataclass(frozen=True)
@@ -183,3 +161,16 @@ def _fuse(
     ]
     fused.sort(key=lambda pf: (-pf[1], pf[0]))
     return [ParentHit(p, score[p], best[p], fused=f) for p, f in fused]
+
+
+def at_least(ranked: Sequence[ParentHit], min_similarity: float | None) -> list[ParentHit]:
+    """Keep the parents whose best similarity reaches ``min_similarity`` (all when None).
+
+    Example:
+        >>> hit = ChildHit("a::00", "a", 0.8)
+        >>> [p.parent_id for p in at_least([ParentHit("a", 0.8, hit)], 0.9)]
+        []
+    """
+    if min_similarity is None:
+        return list(ranked)
+    return [item for item in ranked if item.score >= min_similarity]

@@ -22,22 +22,20 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import run_in_executor
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, model_validator
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Collections, Index, delete_documents, upsert_documents
 from cardrag.ingest.index.collections import Where, merge_filters
+from cardrag.ingest.index.rows import with_ids
+from cardrag.ingest.index.search import ChildHit, RowReader
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings, default
 from cardrag.ingest.splitter import CardSplitter
-from cardrag.retrievers.fusion import (
-    ChildHit,
-    FusionWeights,
-    ParentHit,
-    best_per_parent,
-    rank_parents,
-)
-from cardrag.retrievers.scoring import collection_space, cosine_similarities, distance_to_similarity
+from cardrag.retrievers.candidates import first_fetch, next_fetch, resolve
+from cardrag.retrievers.expansion import assemble, finish
+from cardrag.retrievers.fusion import FusionWeights, ParentHit, best_per_parent, rank_parents
+from cardrag.retrievers.rerank import reranker_from
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +70,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     vectorstore: Chroma
     """The children collection (Chroma, with its declared distance space)."""
-    card_store: Chroma | None = None
+    card_rows_store: Chroma | None = None
     """The whole-card rows' own collection (as ``cardrag ingest`` builds it); None: card rows,
     if any, share ``vectorstore`` and a ``chunk_index`` filter tells the kinds apart."""
     restricted_store: Chroma | None = None
@@ -119,7 +117,6 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     :mod:`cardrag.retrievers.rerank`) before the best ``k`` are returned."""
     rerank_candidates: int = Field(default=default("rerank_candidates"), ge=1)
     """Parents handed to the reranker (at least ``k``)."""
-    _space: str | None = PrivateAttr(default=None)
 
     @classmethod
     def from_index(
@@ -128,7 +125,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """The retriever over an opened index, configured from settings.
 
         BM25 is used when ``settings.hybrid`` is on and the index has one; card rows are used
-        when ``settings.card_vector`` is on (otherwise filtered out of the query).
+        when ``settings.card_rows`` is on (otherwise filtered out of the query).
         """
         values: dict[str, Any] = {
             "docstore": index.docstore,
@@ -138,7 +135,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             "max_fetch": settings.max_fetch,
             "min_similarity": settings.effective_min_similarity,
             "bm25": index.bm25 if settings.hybrid else None,
-            "card_rows": settings.card_rows,
+            "card_rows": settings.uses_card_rows,
             "dense_weight": settings.dense_weight,
             "card_weight": settings.card_weight,
             "bm25_weight": settings.bm25_weight,
@@ -153,7 +150,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """A retriever reading and writing an index's collections (``fields`` as the class's)."""
         return cls(
             vectorstore=collections.children,
-            card_store=collections.cards,
+            card_rows_store=collections.cards,
             restricted_store=collections.restricted,
             **fields,
         )
@@ -180,14 +177,24 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
         pool = max(want, self.rerank_candidates) if self.reranker is not None else want
         vector = self._embeddings.embed_query(query)
+        rows = self.rows
         lexical_hits = self._lexical(query)
         fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
         while True:
             # each ranking gets its own window of the same size: children, card rows, BM25
-            hits = self._search_rows(vector, fetch, where, cards=False)
-            cards = self._search_rows(vector, fetch, where, cards=True) if self.card_rows else []
+            hits = rows.nearest(vector, fetch, where, card_rows=False)
+            cards = rows.nearest(vector, fetch, where, card_rows=True) if self.card_rows else []
             lexical = best_per_parent(lexical_hits[:fetch])
-            extra = self._resolve(vector, [*hits, *cards], lexical, where, fetch)
+            extra = resolve(
+                rows,
+                vector,
+                [*hits, *cards],
+                lexical,
+                where,
+                fetch,
+                max_fetch=self.max_fetch,
+                card_rows=self.card_rows,
+            )
             ranked = rank_parents(
                 [*hits, *cards, *extra],
                 lexical,
@@ -239,52 +246,6 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         hits = self.bm25.search(query, self.max_fetch, allow_restricted=self.allow_restricted)
         return [ChildHit(c, p, s) for c, p, s in hits]
 
-    def _resolve(
-        self,
-        vector: list[float],
-        hits: Sequence[ChildHit],
-        lexical: Sequence[ParentHit],
-        where: Where | None,
-        fetch: int,
-    ) -> list[ChildHit]:
-        """Dense hits for parents BM25 found but the dense window did not.
-
-        Their rows are read by parent id (``get``, an indexed lookup) and scored against the
-        question here: a vector query restricted to a few parents costs Chroma far more than
-        an unrestricted one (30 ms against 4 ms at 40,000 children). The read carries the same
-        ``where`` and reads the same collections, so filters and the restricted exclusion
-        apply to BM25 candidates too; it gives their dense similarity for the gate.
-        """
-        seen = {h.parent_id for h in hits}
-        unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
-        if not unknown:
-            return []
-        only = merge_filters(where, {self.id_key: {"$in": unknown}})
-        window = min(self.max_fetch, max(fetch, 4 * len(unknown)))
-        found = self._read_rows(vector, window, only, cards=False)
-        if self.card_rows:
-            found += self._read_rows(vector, window, only, cards=True)
-        return found
-
-    def _read_rows(
-        self, vector: list[float], window: int, where: Where | None, *, cards: bool
-    ) -> list[ChildHit]:
-        """The ``window`` rows of one kind matching ``where`` nearest the question.
-
-        Read with ``get`` and scored exactly (no vector search).
-        """
-        hits: list[ChildHit] = []
-        for store, only in self._queries(cards, where):
-            rows = store.get(where=only, include=["embeddings", "metadatas", "documents"])
-            scores = cosine_similarities(vector, rows["embeddings"])
-            hits += [
-                row_hit(str(row_id), meta or {}, text or "", score, self.id_key)
-                for row_id, meta, text, score in zip(
-                    rows["ids"], rows["metadatas"], rows["documents"], scores, strict=True
-                )
-            ]
-        return nearest(hits, window)
-
     def _expand(self, ranked: Sequence[ParentHit], k: int) -> tuple[list[Document], list[str]]:
         """The first ``k`` ranked parents that exist and may be shown, read from the docstore.
 
@@ -322,44 +283,6 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     def _where(self, per_call: Where | None) -> Where | None:
         return merge_filters(self.filter, per_call)
-
-    def _queries(self, cards: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:
-        """The (collection, filter) pairs that hold one kind of row: the index's row plan."""
-        return self.collections.plan(
-            cards=cards, where=where, allow_restricted=self.allow_restricted
-        )
-
-    def _search_rows(
-        self, vector: list[float], fetch: int, where: Where | None, *, cards: bool
-    ) -> list[ChildHit]:
-        """The ``fetch`` nearest rows of one kind, over every collection that holds them."""
-        hits = [
-            h
-            for store, f in self._queries(cards, where)
-            for h in self._search(store, vector, fetch, f)
-        ]
-        return nearest(hits, fetch)
-
-    def _search(
-        self, store: Chroma, vector: list[float], fetch: int, where: Where | None
-    ) -> list[ChildHit]:
-        """One vector query: the ``fetch`` nearest rows of ``store`` with similarities."""
-        if self._space is None:  # read once: the space is fixed when the collection is made
-            self._space = collection_space(self.vectorstore)
-        space = self._space
-        results = store.similarity_search_by_vector_with_relevance_scores(
-            vector, k=fetch, filter=where
-        )
-        return [
-            row_hit(
-                str(doc.id),
-                doc.metadata,
-                doc.page_content,
-                distance_to_similarity(distance, space),
-                self.id_key,
-            )
-            for doc, distance in results
-        ]
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -407,7 +330,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     @property
     def collections(self) -> Collections:
         """The collections this retriever reads and writes."""
-        return Collections(self.vectorstore, self.card_store, self.restricted_store)
+        return Collections(self.vectorstore, self.card_rows_store, self.restricted_store)
+
+    @property
+    def rows(self) -> RowReader:
+        """What this retriever reads: the index's rows, as its caller may see them."""
+        return RowReader(self.collections, self.allow_restricted, self.id_key)
 
     def _refresh_bm25(self) -> None:
         """Rebuild BM25 from the collections after a write (bm25s indexes are static)."""
@@ -415,175 +343,3 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             self.bm25 = BM25Index.from_collections(
                 self.collections.with_children(), self.bm25.languages
             )
-
-
-# -- pure helpers shared by the sync and async paths ------------------------------------------
-
-
-def reranker_from(settings: Settings) -> BaseDocumentCompressor | None:
-    """The cross-encoder reranker when ``settings.rerank`` is on (needs the ``rerank`` extra)."""
-    if not settings.rerank:
-        return None
-    from cardrag.retrievers.rerank import CrossEncoderReranker, load_cross_encoder
-
-    return CrossEncoderReranker(model=load_cross_encoder(settings.threads))
-
-
-def first_fetch(k: int, multiplier: int, max_fetch: int) -> int:
-    """Children to fetch first: ``k * multiplier``, capped at ``max_fetch``."""
-    return min(k * multiplier, max_fetch)
-
-
-def next_fetch(
-    hits: Sequence[ChildHit],
-    fetch: int,
-    max_fetch: int,
-    found: int,
-    k: int,
-    min_similarity: float | None,
-) -> int | None:
-    """The next, larger window, or ``None`` when fetching more cannot help.
-
-    Stop when k parents were found, when the store returned fewer children than asked (it
-    holds no more), when the window is already ``max_fetch``, or when the last child fetched
-    is already below ``min_similarity`` (every further child scores lower still).
-    """
-    if found >= k or len(hits) < fetch or fetch >= max_fetch:
-        return None
-    if min_similarity is not None and hits and hits[-1].score < min_similarity:
-        return None
-    return min(fetch * 2, max_fetch)
-
-
-def assemble(
-    ranked: Sequence[ParentHit],
-    parents: Sequence[Document | None],
-    k: int,
-    *,
-    allow_restricted: bool,
-    allow_internal: bool = False,
-) -> tuple[list[Document], list[str]]:
-    """Turn ranked parent hits and their docstore records into at most k scored documents.
-
-    Cards the caller may not see (:func:`visible`) are skipped.
-
-    Returns:
-        The documents, and the ids of parents missing from the docstore (skipped).
-    """
-    docs: list[Document] = []
-    missing: list[str] = []
-    for hit, parent in zip(ranked, parents, strict=True):
-        if parent is None:
-            missing.append(hit.parent_id)
-            continue
-        sensitivity = str(parent.metadata.get(md.SENSITIVITY, "public"))
-        if not visible(
-            sensitivity, allow_internal=allow_internal, allow_restricted=allow_restricted
-        ):
-            continue  # restricted: defence in depth (the query excludes their rows already)
-        docs.append(parent_document(hit, parent))
-        if len(docs) == k:
-            break
-    return docs, missing
-
-
-def visible(sensitivity: str, *, allow_internal: bool, allow_restricted: bool) -> bool:
-    """Whether a card of this sensitivity may be shown to the caller.
-
-    ``public`` cards to everyone; ``internal`` ones to staff (or a caller allowed restricted
-    cards); ``restricted`` ones only to a caller allowed them. An unknown value is restricted.
-
-    Example:
-        >>> [visible(s, allow_internal=False, allow_restricted=False)
-        ...  for s in ("public", "internal", "restricted", "secret")]
-        [True, False, False, False]
-        >>> visible("internal", allow_internal=True, allow_restricted=False)
-        True
-    """
-    if sensitivity == "public":
-        return True
-    if sensitivity == "internal":
-        return allow_internal or allow_restricted
-    return allow_restricted
-
-
-def parent_document(hit: ParentHit, parent: Document) -> Document:
-    """The returned parent: card text, card metadata, score and matched-child provenance.
-
-    When the matched child carries a sentence window, the parent also carries the window's
-    range and its text as ``prompt_text``: what the model reads for this card. The ranking,
-    the citation and the matched passage are the same either way.
-    """
-    child = hit.best
-    window = sentence_window_of(child.metadata, parent.page_content)
-    return Document(
-        id=hit.parent_id,
-        page_content=parent.page_content,
-        metadata={
-            **parent.metadata,
-            md.PARENT_ID: hit.parent_id,
-            md.CHUNK_INDEX: 0,
-            md.SCORE: hit.score,
-            md.MATCHED_CHILD_ID: child.child_id,
-            md.MATCHED_CHILD_TEXT: child.text,
-            md.MATCHED_START_INDEX: child.metadata.get(md.START_INDEX),
-            md.MATCHED_END_INDEX: child.metadata.get(md.END_INDEX),
-            **({md.FUSED_SCORE: hit.fused} if hit.fused is not None else {}),
-            **window,
-        },
-    )
-
-
-def sentence_window_of(child: dict[str, Any], body: str) -> dict[str, Any]:
-    """The matched window's range and text, from a child's metadata (empty without one)."""
-    start, end = child.get(md.WINDOW_START_INDEX), child.get(md.WINDOW_END_INDEX)
-    if not isinstance(start, int) or not isinstance(end, int):
-        return {}
-    return {
-        md.MATCHED_WINDOW_START_INDEX: start,
-        md.MATCHED_WINDOW_END_INDEX: end,
-        md.PROMPT_TEXT: body[start:end],
-    }
-
-
-def row_hit(
-    child_id: str, metadata: dict[str, Any], text: str, score: float, id_key: str
-) -> ChildHit:
-    """One row of a collection, scored, as a hit of its parent (``metadata[id_key]``)."""
-    return ChildHit(
-        child_id=child_id,
-        parent_id=str(metadata.get(id_key, "")),
-        score=score,
-        text=text,
-        metadata=metadata,
-    )
-
-
-def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
-    """The ``n`` most similar hits (hits of several collections merged), best first.
-
-    Example:
-        >>> nearest([ChildHit("a::00", "a", 0.2), ChildHit("b::00", "b", 0.9)], 1)
-        [ChildHit(child_id='b::00', parent_id='b', score=0.9, text='', metadata={})]
-    """
-    return sorted(hits, key=lambda h: -h.score)[:n]
-
-
-def finish(docs: list[Document], missing: list[str]) -> list[Document]:
-    """Log parents that were skipped because the docstore lacks them, return the documents."""
-    if missing:
-        logger.warning("parents missing from the docstore, skipped: %s", ", ".join(missing))
-    return docs
-
-
-def with_ids(documents: Sequence[Document], ids: Sequence[str] | None) -> list[Document]:
-    """Documents with ``id`` set from ``ids`` when given."""
-    if ids is None:
-        return list(documents)
-    if len(ids) != len(documents):
-        msg = f"got {len(documents)} documents but {len(ids)} ids"
-        raise ValueError(msg)
-    return [
-        Document(id=i, page_content=d.page_content, metadata=d.metadata)
-        for d, i in zip(documents, ids, strict=True)
-    ]

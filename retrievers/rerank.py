@@ -30,6 +30,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field
 
+from cardrag.ingest.settings import Settings
 from cardrag.retrievers.matched import MatchedCard
 
 logger = logging.getLogger(__name__)
@@ -158,3 +159,10 @@ def rerank(
         for i in order
     ]
     return out[:top_n] if top_n is not None else out
+
+
+def reranker_from(settings: Settings) -> BaseDocumentCompressor | None:
+    """The cross-encoder reranker when ``settings.rerank`` is on (needs the ``rerank`` extra)."""
+    if not settings.rerank:
+        return None
+    return CrossEncoderReranker(model=load_cross_encoder(settings.threads))

@@ -76,7 +76,7 @@ def latency(
     rounds: int,
 ) -> list[dict[str, Any]]:
     """Every system over the same index (card-atomic over its own), warm, same run."""
-    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_vector": True}))
+    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
     build_index(cards, workdir / "store", embeddings, splitter, progress=False)
     index = open_index(workdir / "store", embeddings)
     atomic_stores = open_collections(chroma_client(workdir / "atomic"), embeddings)
@@ -104,8 +104,8 @@ def latency(
         "vanilla ParentDocumentRetriever": vanilla.invoke,
     }
     variants: dict[str, dict[str, Any]] = {
-        "children (dense only)": {"hybrid": False, "card_vector": False},
-        "hybrid (dense + BM25)": {"hybrid": True, "card_vector": False},
+        "children (dense only)": {"hybrid": False, "card_rows": False},
+        "hybrid (dense + BM25)": {"hybrid": True, "card_rows": False},
         "ours (shipped settings)": {},
     }
     if reranker_available():

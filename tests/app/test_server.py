@@ -24,7 +24,7 @@ NARROW = "How long can an insulin pen stay out of the fridge?"
 @pytest.fixture(scope="module")
 def settings(shipped_index_dir: Path) -> Settings:
     # the session's shipped index: children only, built with all-MiniLM-L6-v2
-    return Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL, card_vector=False)
+    return Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL, card_rows=False)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +163,7 @@ def test_concurrent_requests_and_a_reingest_while_serving_never_fail(
 ) -> None:
     cards = card_folder(tmp_path / "cards", shipped_cards[:8])
     settings = Settings(
-        cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL, card_vector=False
+        cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL, card_rows=False
     )
     ingest_folder(settings)
     statuses: list[int] = []

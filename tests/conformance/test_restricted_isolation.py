@@ -29,9 +29,11 @@ from cardrag.app.graph import answer
 from cardrag.app.server import create_app
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import ingest_folder
+from cardrag.ingest.index.search import ChildHit
 from cardrag.ingest.settings import Settings
-from cardrag.retrievers.fusion import ChildHit, ParentHit
-from cardrag.retrievers.parent import ScoredParentDocumentRetriever, assemble
+from cardrag.retrievers.expansion import assemble
+from cardrag.retrievers.fusion import ParentHit
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder
 
 pytestmark = pytest.mark.real  # real models, a Chroma server, the CLI and the API
@@ -127,9 +129,9 @@ def _leaks(text: str) -> list[str]:
 @pytest.mark.parametrize("mode", ["dense", "hybrid", "hybrid+card"])
 def test_retrieval_never_returns_it(settings: Settings, mode: str) -> None:
     overrides = {
-        "dense": {"hybrid": False, "card_vector": False},
-        "hybrid": {"hybrid": True, "card_vector": False},
-        "hybrid+card": {"hybrid": True, "card_vector": True},
+        "dense": {"hybrid": False, "card_rows": False},
+        "hybrid": {"hybrid": True, "card_rows": False},
+        "hybrid+card": {"hybrid": True, "card_rows": True},
     }[mode]
     ctx = Context.from_settings(settings.model_copy(update=overrides))
     docs = ctx.retriever.invoke(SECRET, k=7)

@@ -11,9 +11,10 @@ from cardrag.app.cli import main as cli
 from cardrag.evals import systems
 from cardrag.evals.cases import GOLDEN
 from cardrag.evals.datasets import Dataset, load_golden
+from cardrag.evals.split import part, split
 from cardrag.evals.sweep import build, run
 from cardrag.evals.systems import configured
-from cardrag.evals.tune import Candidate, choose, grid, part, split, tune, write_settings
+from cardrag.evals.tune import Candidate, choose, grid, tune, write_settings
 from cardrag.ingest.settings import PROJECT_ROOT, Settings
 from tests.conftest import REAL_MODEL
 
@@ -29,20 +30,6 @@ def golden() -> Dataset:
 @pytest.fixture(scope="module")
 def cached(real_embeddings: Embeddings) -> Embeddings:
     return systems.cached(real_embeddings, "t")
-
-
-def test_split_is_stratified_disjoint_and_reproducible(golden: Dataset) -> None:
-    tuning, held_out = split(list(golden.queries), golden.kinds)
-    assert (len(tuning), len(held_out)) == (61, 27)
-    assert set(tuning) | set(held_out) == set(golden.queries)
-    assert not set(tuning) & set(held_out)
-    per_kind = {
-        kind: sum(golden.kinds[q] == kind for q in held_out)
-        for kind in sorted(set(golden.kinds.values()))
-    }
-    assert per_kind == {"broad": 3, "multi": 2, "multilingual": 2, "narrow": 17, "paraphrase": 3}
-    assert split(list(reversed(list(golden.queries))), golden.kinds) == (tuning, held_out)
-    assert split(list(golden.queries), golden.kinds, seed=14) != (tuning, held_out)
 
 
 def test_the_grid_starts_with_the_current_settings_and_has_no_repeats() -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from cardrag.ingest.cards import Card, CardError, load_cards
+from cardrag.ingest.cards import Card, CardError, load_cards, split_sections
 from cardrag.ingest.index import ingest_folder
-from cardrag.ingest.sections import sections_of, split_sections
+from cardrag.ingest.sections import sections_of
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever

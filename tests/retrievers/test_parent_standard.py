@@ -46,7 +46,7 @@ class TestScoredParentDocumentRetrieverStandard(RetrieversIntegrationTests):
         collections = self.index.collections
         return {
             "vectorstore": collections.children,
-            "card_store": collections.cards,
+            "card_rows_store": collections.cards,
             "restricted_store": collections.restricted,
             "docstore": self.index.docstore,
             "bm25": self.index.bm25,

@@ -134,14 +134,14 @@ def test_a_card_that_becomes_restricted_moves_all_its_rows(
     tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
 ) -> None:
     index = build_index(
-        shipped_cards[:2], tmp_path, real_embeddings, CardSplitter(card_row=True), progress=False
+        shipped_cards[:2], tmp_path, real_embeddings, CardSplitter(card_rows=True), progress=False
     )
     stores = index.collections
     assert stores.cards is not None
     assert stores.restricted is not None
     card = shipped_cards[0].to_document()
     card.metadata["sensitivity"] = "restricted"
-    upsert_documents(stores, index.docstore, CardSplitter(card_row=True), [card])
+    upsert_documents(stores, index.docstore, CardSplitter(card_rows=True), [card])
 
     def ids(store: Any) -> set[str]:
         return {i for i in store.get(include=[])["ids"] if i.startswith(f"{card.id}::")}
@@ -275,7 +275,7 @@ def test_bm25_from_the_rows_written_is_the_index_a_read_back_builds(tmp_path: Pa
         cards,
         tmp_path,
         FakeEmbeddings(),
-        CardSplitter(chunk_size=30, chunk_overlap=0, card_row=True),
+        CardSplitter(chunk_size=30, chunk_overlap=0, card_rows=True),
         progress=False,
     )
     assert index.bm25 is not None

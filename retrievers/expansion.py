@@ -1,0 +1,117 @@
+"""Small to big: ranked parent hits become the whole cards a caller may see, with provenance.
+
+Pure functions shared by the sync and async paths: which cards a caller may see
+(:func:`visible`), turning docstore records into returned documents (:func:`assemble`,
+:func:`parent_document`), and logging the parents the docstore lacks (:func:`finish`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from cardrag.ingest import metadata as md
+from cardrag.retrievers.fusion import ParentHit
+
+logger = logging.getLogger(__name__)
+
+
+def assemble(
+    ranked: Sequence[ParentHit],
+    parents: Sequence[Document | None],
+    k: int,
+    *,
+    allow_restricted: bool,
+    allow_internal: bool = False,
+) -> tuple[list[Document], list[str]]:
+    """Turn ranked parent hits and their docstore records into at most k scored documents.
+
+    Cards the caller may not see (:func:`visible`) are skipped.
+
+    Returns:
+        The documents, and the ids of parents missing from the docstore (skipped).
+    """
+    docs: list[Document] = []
+    missing: list[str] = []
+    for hit, parent in zip(ranked, parents, strict=True):
+        if parent is None:
+            missing.append(hit.parent_id)
+            continue
+        sensitivity = str(parent.metadata.get(md.SENSITIVITY, "public"))
+        if not visible(
+            sensitivity, allow_internal=allow_internal, allow_restricted=allow_restricted
+        ):
+            continue  # restricted: defence in depth (the query excludes their rows already)
+        docs.append(parent_document(hit, parent))
+        if len(docs) == k:
+            break
+    return docs, missing
+
+
+def visible(sensitivity: str, *, allow_internal: bool, allow_restricted: bool) -> bool:
+    """Whether a card of this sensitivity may be shown to the caller.
+
+    ``public`` cards to everyone; ``internal`` ones to staff (or a caller allowed restricted
+    cards); ``restricted`` ones only to a caller allowed them. An unknown value is restricted.
+
+    Example:
+        >>> [visible(s, allow_internal=False, allow_restricted=False)
+        ...  for s in ("public", "internal", "restricted", "secret")]
+        [True, False, False, False]
+        >>> visible("internal", allow_internal=True, allow_restricted=False)
+        True
+    """
+    if sensitivity == "public":
+        return True
+    if sensitivity == "internal":
+        return allow_internal or allow_restricted
+    return allow_restricted
+
+
+def parent_document(hit: ParentHit, parent: Document) -> Document:
+    """The returned parent: card text, card metadata, score and matched-child provenance.
+
+    When the matched child carries a sentence window, the parent also carries the window's
+    range and its text as ``prompt_text``: what the model reads for this card. The ranking,
+    the citation and the matched passage are the same either way.
+    """
+    child = hit.best
+    window = sentence_window_of(child.metadata, parent.page_content)
+    return Document(
+        id=hit.parent_id,
+        page_content=parent.page_content,
+        metadata={
+            **parent.metadata,
+            md.PARENT_ID: hit.parent_id,
+            md.CHUNK_INDEX: 0,
+            md.SCORE: hit.score,
+            md.MATCHED_CHILD_ID: child.child_id,
+            md.MATCHED_CHILD_TEXT: child.text,
+            md.MATCHED_START_INDEX: child.metadata.get(md.START_INDEX),
+            md.MATCHED_END_INDEX: child.metadata.get(md.END_INDEX),
+            **({md.FUSED_SCORE: hit.fused} if hit.fused is not None else {}),
+            **window,
+        },
+    )
+
+
+def sentence_window_of(child: dict[str, Any], body: str) -> dict[str, Any]:
+    """The matched window's range and text, from a child's metadata (empty without one)."""
+    start, end = child.get(md.WINDOW_START_INDEX), child.get(md.WINDOW_END_INDEX)
+    if not isinstance(start, int) or not isinstance(end, int):
+        return {}
+    return {
+        md.MATCHED_WINDOW_START_INDEX: start,
+        md.MATCHED_WINDOW_END_INDEX: end,
+        md.PROMPT_TEXT: body[start:end],
+    }
+
+
+def finish(docs: list[Document], missing: list[str]) -> list[Document]:
+    """Log parents that were skipped because the docstore lacks them, return the documents."""
+    if missing:
+        logger.warning("parents missing from the docstore, skipped: %s", ", ".join(missing))
+    return docs

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from cardrag.ingest import metadata as md
+from cardrag.ingest.index.collections import chroma_client, open_collections
+from cardrag.ingest.index.search import (
+    RowReader,
+    cosine_similarities,
+    distance_to_similarity,
+)
+
+
+@pytest.mark.parametrize(
+    ("distance", "space", "similarity"),
+    [
+        (0.0, "cosine", 1.0),
+        (0.25, "cosine", 0.75),
+        (1.5, "cosine", -0.5),
+        (0.5, "l2", 0.75),
+        (4.0, "l2", -1.0),
+        (0.2, "ip", 0.8),
+    ],
+)
+def test_distance_to_similarity(distance: float, space: str, similarity: float) -> None:
+    assert distance_to_similarity(distance, space) == pytest.approx(similarity)
+
+
+def test_unknown_space_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown distance space 'dot'"):
+        distance_to_similarity(0.1, "dot")
+
+
+def test_cosine_similarities_of_rows_read_without_a_search() -> None:
+    rows = [[3.0, 4.0], [0.0, 2.0], [-1.0, 0.0], [0.0, 0.0]]
+    assert cosine_similarities([1.0, 0.0], rows) == [0.6, 0.0, -1.0, 0.0]
+    assert cosine_similarities([1.0, 0.0], []) == []
+
+
+def _row(card: str, index: int, text: str, sensitivity: str = "public") -> Document:
+    meta = {md.PARENT_ID: card, md.CHUNK_INDEX: index, md.SENSITIVITY: sensitivity}
+    row_id = f"{card}::card" if index == md.CARD_ROW else f"{card}::{index:02d}"
+    return Document(id=row_id, page_content=text, metadata=meta)
+
+
+@pytest.fixture
+def reader_rows(tmp_path: Path, fake_embeddings: Embeddings) -> RowReader:
+    collections = open_collections(chroma_client(tmp_path), fake_embeddings)
+    rows = [
+        _row("iron", 0, "take iron tablets with orange juice"),
+        _row("iron", 1, "tea blocks iron absorption"),
+        _row("iron", md.CARD_ROW, "iron tablets whole card"),
+        _row("tea", 0, "green tea and sleep"),
+        _row("secret", 0, "iron tablets secret protocol", sensitivity="restricted"),
+    ]
+    for row in rows:
+        collections.route(row.metadata).add_documents([row], ids=[row.id])
+    return RowReader(collections)
+
+
+def test_the_reader_searches_one_kind_of_row_and_never_restricted_ones(
+    reader_rows: RowReader, fake_embeddings: Embeddings
+) -> None:
+    vector = fake_embeddings.embed_query("iron tablets")
+    children = reader_rows.nearest(vector, 10, None, card_rows=False)
+    cards = reader_rows.nearest(vector, 10, None, card_rows=True)
+    allowed = RowReader(reader_rows.collections, allow_restricted=True)
+    assert [h.child_id for h in children] == ["iron::00", "iron::01", "tea::00"]
+    assert [h.child_id for h in cards] == ["iron::card"]
+    assert [h.child_id for h in allowed.nearest(vector, 1, None, card_rows=False)] == ["secret::00"]
+    assert children[0].score > children[1].score
+
+
+def test_rows_read_by_parent_score_as_the_vector_search_does(
+    reader_rows: RowReader, fake_embeddings: Embeddings
+) -> None:
+    vector = fake_embeddings.embed_query("tea and iron")
+    searched = reader_rows.nearest(vector, 10, None, card_rows=False)
+    read = reader_rows.of_parents(vector, ["iron", "secret"], 10, None, card_rows=False)
+    assert [h.child_id for h in read] == [h.child_id for h in searched if h.parent_id == "iron"]
+    for got, want in zip(read, [h for h in searched if h.parent_id == "iron"], strict=True):
+        assert got.score == pytest.approx(want.score, abs=1e-6)
+    only_first = {md.CHUNK_INDEX: 0}
+    assert [
+        h.child_id
+        for h in reader_rows.of_parents(vector, ["iron"], 10, only_first, card_rows=False)
+    ] == ["iron::00"]
