@@ -212,26 +212,15 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             fetch = fetch_more
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        filter: Where | None = None,
-        k: int | None = None,
-        min_similarity: float | None = None,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **options: Any
     ) -> list[Document]:
-        """Run the sync body in an executor.
+        """Run the sync body in an executor, with the same per-call ``options``.
 
         Chroma's local client and the file store block anyway, and one body means the sync and
         async paths cannot drift apart.
         """
         body = partial(
-            self._get_relevant_documents,
-            query,
-            run_manager=run_manager.get_sync(),
-            filter=filter,
-            k=k,
-            min_similarity=min_similarity,
+            self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **options
         )
         return await run_in_executor(None, body)
 

@@ -80,6 +80,20 @@ def test_overfetch_returns_k_parents_when_one_card_dominates(
     assert windows == [3, 6, 12, 24]  # card-a's 12 identical children fill the first windows
 
 
+def test_ainvoke_takes_the_same_per_call_options_as_invoke(
+    small: ScoredParentDocumentRetriever,
+) -> None:
+    options: dict[str, Any] = {
+        "k": 2,
+        "min_similarity": 0.3,
+        "filter": {"topics": {"$contains": "pain"}},
+    }
+    got = asyncio.run(small.ainvoke("pills stomach morning", **options))
+    assert [d.id for d in got] == [d.id for d in small.invoke("pills stomach morning", **options)]
+    assert [d.id for d in got] == ["card-c"]
+    assert [d.id for d in asyncio.run(small.ainvoke("pills stomach morning", k=1))] == ["card-a"]
+
+
 def test_returned_parent_carries_card_text_score_and_matched_child(
     small: ScoredParentDocumentRetriever,
 ) -> None:
