@@ -21,18 +21,12 @@ from langchain_core.documents import Document
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.cards import load_cards
+from cardrag.ingest.language import detect
 
 Level = Literal["paragraph", "article"]
 
-LANGUAGES = {"xquad-es": "es"}
-"""Language of each shared dataset's cards (English when not listed)."""
-
-LICENSES = {
-    "xquad-en": "CC BY-SA 4.0",
-    "xquad-es": "CC BY-SA 4.0",
-    "pubmedqa-pqal": "MIT",
-}
-"""Licences of the shared datasets, reported with every figure."""
+META = "meta.json"
+"""A dataset folder's declaration: ``{"language": "it", "license": "CC BY-SA 4.0"}``."""
 
 
 @dataclass
@@ -52,7 +46,7 @@ class Dataset:
     kinds: dict[str, str]
     """Question id -> kind (``narrow``, ``broad``, ...) where known."""
     language: str = "en"
-    """Language of the cards (BM25 stop words)."""
+    """Language of the cards (``meta.json``, else detected; also in each card's metadata)."""
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -91,6 +85,9 @@ def load_beir(folder: Path | str, level: Level = "paragraph") -> Dataset:
         if not (root / name).is_file():
             msg = f"{root}: {name} not found (needed for level {level!r})"
             raise FileNotFoundError(msg)
+    meta = read_meta(root)
+    rows = [row for row in _jsonl(root / corpus_file) if _clean(row["text"])]
+    language = str(meta.get("language") or detect(" ".join(_clean(r["text"]) for r in rows[:20])))
     cards = [
         Document(
             id=str(row["_id"]),
@@ -99,10 +96,10 @@ def load_beir(folder: Path | str, level: Level = "paragraph") -> Dataset:
                 md.PARENT_ID: str(row["_id"]),
                 md.TITLE: _clean(row.get("title") or ""),
                 md.SENSITIVITY: "public",
+                md.LANGUAGE: language,
             },
         )
-        for row in _jsonl(root / corpus_file)
-        if _clean(row["text"])
+        for row in rows
     ]
     qrels = _qrels(root / qrels_file)
     queries = {
@@ -113,13 +110,33 @@ def load_beir(folder: Path | str, level: Level = "paragraph") -> Dataset:
     qrels = {q: rels for q, rels in qrels.items() if q in queries}
     return Dataset(
         name=f"{root.name}/{level}",
-        license=LICENSES.get(root.name, "see the dataset's README"),
+        license=str(meta.get("license") or "see the dataset's README"),
         cards=cards,
         queries=queries,
         qrels=qrels,
         kinds={},
-        language=LANGUAGES.get(root.name, "en"),
+        language=language,
     )
+
+
+def read_meta(root: Path) -> dict[str, Any]:
+    """The folder's ``meta.json`` (language, licence), or ``{}`` when it has none.
+
+    Raises:
+        ValueError: when the file is not a JSON object, naming the file.
+    """
+    path = root / META
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        msg = f"{path}: not valid JSON ({exc})"
+        raise ValueError(msg) from exc
+    if not isinstance(meta, dict):
+        msg = f"{path}: expected a JSON object with language and license"
+        raise ValueError(msg)
+    return meta
 
 
 def load_golden(cases: Path | str, cards_dir: Path | str) -> Dataset:

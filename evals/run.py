@@ -56,7 +56,6 @@ def compare(
     dataset: Dataset, embeddings: Embeddings, settings: Settings, workdir: Path
 ) -> dict[str, Any]:
     """Retrieval metrics of every system on one dataset, plus per-kind figures for ours."""
-    settings = settings.model_copy(update={"bm25_languages": [dataset.language]})
     splitter = CardSplitter.from_settings(settings)
     started = time.perf_counter()
     runs = run_systems(dataset.cards, dataset.queries, embeddings, settings, workdir)

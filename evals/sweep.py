@@ -71,7 +71,9 @@ def build(
             per_card[parent] = per_card.get(parent, 0) + 1
     return Built(
         base=base,
-        bm25=BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages),
+        bm25=BM25Index.from_collections(
+            base.collections.with_children(), stem=settings.bm25_stemming
+        ),
         children=sum(per_card.values()),
         chunks_per_card=statistics.median(per_card.values()) if per_card else 0.0,
     )

@@ -4,7 +4,10 @@
   through the same retriever, so only the chunking differs.
 * ``vanilla-pdr``: LangChain's ``ParentDocumentRetriever`` over the same children, asked for
   k children (its k), as its users call it. Its order is its rank; it has no score.
+* ``bm25``: BM25 alone over the same children (each card analysed in its language), best
+  child per parent: the lexical baseline.
 * ``children``: ``ScoredParentDocumentRetriever``, dense children only, k distinct parents.
+* ``dense``: the same plus the whole-card rows (every dense ranking ``ours`` uses, no BM25).
 * ``hybrid``: the same plus BM25 over the children, fused at the parent level (RRF).
 * ``hybrid+card``: the same plus a whole-card row per card as a third ranking.
 * ``ours``: whatever the settings configure (the shipped default unless overridden).
@@ -39,9 +42,11 @@ from tqdm.auto import tqdm
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.index.cache import cached_embeddings
+from cardrag.ingest.index.search import ChildHit
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.fusion import best_per_parent
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 
@@ -143,7 +148,7 @@ def build(
     """Index cards as the settings say and return the configured retriever (for app checks)."""
     splitter = CardSplitter.from_settings(settings)
     base = index(cards, embeddings, splitter, path)
-    bm25 = BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages)
+    bm25 = BM25Index.from_collections(base.collections.with_children(), stem=settings.bm25_stemming)
     return configured(base, settings, bm25, gated=gated)
 
 
@@ -190,9 +195,10 @@ def run_systems(
     atomic = index(cards, embeddings, whole_card_splitter(), workdir / "card-atomic")
     splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
     base = index(cards, embeddings, splitter, workdir / "children")
-    bm25 = BM25Index.from_collections(base.collections.with_children(), settings.bm25_languages)
+    bm25 = BM25Index.from_collections(base.collections.with_children(), stem=settings.bm25_stemming)
     variants = {
         "children": settings.model_copy(update={"hybrid": False, "card_rows": False}),
+        "dense": settings.model_copy(update={"hybrid": False, "card_rows": True}),
         "hybrid": settings.model_copy(update={"hybrid": True, "card_rows": False}),
         "hybrid+card": settings.model_copy(update={"hybrid": True, "card_rows": True}),
         "ours": settings,
@@ -220,9 +226,14 @@ def run_systems(
     def ours_search(retriever: ScoredParentDocumentRetriever) -> Callable[[str], list[Document]]:
         return lambda q: retriever.invoke(q, k=depth)
 
+    def bm25_search(text: str) -> list[Document]:
+        parents = best_per_parent(ChildHit(c, p, s) for c, p, s in bm25.search(text, 100 * depth))
+        return [Document(id=p.parent_id, page_content="") for p in parents[:depth]]
+
     runs = [
         _timed_run("card-atomic", queries, ours_search(atomic), ask_k),
         _timed_run("vanilla-pdr", queries, vanilla_search(depth), ask_k),
+        _timed_run("bm25", queries, bm25_search, ask_k),
     ]
     runs += [
         _timed_run(name, queries, ours_search(configured(base, s, bm25)), ask_k)
@@ -231,7 +242,7 @@ def run_systems(
     sentences = settings.model_copy(update={"chunker": "sentence_window"})
     window = index(cards, embeddings, CardSplitter.from_settings(sentences), workdir / "sentences")
     window_bm25 = BM25Index.from_collections(
-        window.collections.with_children(), settings.bm25_languages
+        window.collections.with_children(), stem=settings.bm25_stemming
     )
     runs.append(
         _timed_run(
@@ -263,6 +274,7 @@ def describe(settings: Settings) -> dict[str, Any]:
     """The retrieval configuration of ``ours``, for the report."""
     return {
         "hybrid": settings.hybrid,
+        "bm25_stemming": settings.bm25_stemming,
         "card_rows": settings.card_rows,
         "weights": {
             "dense": settings.dense_weight,

@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         dataset = load_golden(args.cases, args.cards or base.cards_dir)
         cases = str(args.cases)
-    base = base.model_copy(update={"bm25_languages": [dataset.language], "min_similarity": None})
+    base = base.model_copy(update={"min_similarity": None})
     if args.max_questions is not None and args.max_questions < len(dataset.queries):
         keep = random.Random(SEED).sample(sorted(dataset.queries), args.max_questions)
         dataset = part(dataset, sorted(keep), f"{args.max_questions} sampled")

@@ -17,6 +17,10 @@ A long Markdown document (a handbook chapter) has the same front matter plus
 ``kind: document``; it is cut at its headings into sections, each loaded as a card of its own
 (see :mod:`cardrag.ingest.sections`).
 
+``language`` (optional) declares the text's ISO 639-1 code; without it the language is detected
+from the title and body (:mod:`cardrag.ingest.language`). Either way it is recorded in the
+parent record and every child's metadata, and BM25 analyses the card in it.
+
 A bad card fails the whole load with a :class:`CardError` naming the file and the field, so a
 broken corpus never half-replaces a good index.
 """
@@ -34,6 +38,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.language import ISO_639_1, detect
 from cardrag.ingest.sections import sections_of
 from cardrag.ingest.settings import default
 
@@ -115,6 +120,14 @@ class Card(BaseModel):
     """``card``, or ``document``: a long Markdown file to be cut into sections at headings."""
     document_id: str = ""
     """For a section of a long document: the document's id (empty for a card)."""
+    language: str = ""
+    """ISO 639-1 code of the card's text as its front matter declares it (empty: detected,
+    see :attr:`text_language`)."""
+
+    @property
+    def text_language(self) -> str:
+        """The declared language, or the one detected from the title and body."""
+        return self.language or detect(f"{self.title}\n{self.body}")
 
     def to_document(self) -> Document:
         """The card as a LangChain parent ``Document`` (id = card id, text = body)."""
@@ -131,6 +144,7 @@ def card_metadata(card: Card) -> dict[str, Any]:
         md.ACCESSED_AT: card.accessed_at.isoformat(),
         md.SENSITIVITY: card.sensitivity,
         md.SOURCE: card.source,
+        md.LANGUAGE: card.text_language,
         **({md.DOCUMENT_ID: card.document_id} if card.document_id else {}),
     }
 
@@ -180,6 +194,10 @@ def parse_card(text: str, path: Path | str) -> Card:
     kind = front.get("kind", "card")
     if kind not in KINDS:
         raise CardError(path, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+    language = front.get("language", "")
+    if language and not (isinstance(language, str) and ISO_639_1.match(language)):
+        problem = f"{language!r} is not an ISO 639-1 code (two lower-case letters, e.g. pt)"
+        raise CardError(path, "language", problem)
     body = text[match.end() :].strip()
     if not body:
         raise CardError(path, "body", "empty: a card needs text after its front matter")
@@ -193,6 +211,7 @@ def parse_card(text: str, path: Path | str) -> Card:
         body=body,
         source=str(path),
         kind=kind,
+        language=language or "",
     )
 
 

@@ -4,9 +4,12 @@ Why bm25s rather than LangChain's ``BM25Retriever``: bm25s scores with sparse ma
 numpy and saves its index to plain files; ``BM25Retriever`` wraps ``rank_bm25``, which scores
 every document in Python on each query and is pickled rather than saved.
 
-Tokens are lower-cased words of two or more characters; stop words of the cards' language(s)
-are dropped (``en`` by default: a mixed list removes English content words such as "come" or
-"con" and cost 2 points of recall@1 on the golden set); there is no stemming.
+Each child is analysed in its card's language (metadata ``language``; detected from the text
+when a row has none): lower-cased words of two or more characters (bm25s's pattern), that
+language's stop words dropped (one list per card, never a mixed one: a mixed list removes
+English content words such as "come" or "con" and cost 2 points of recall@1 on the golden
+set) and, with ``stem``, Snowball stemming (PyStemmer), so "tomar", "tomo" and "tomando"
+meet. A question is analysed in each language the index holds, and its tokens pooled.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.language import detect
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +33,17 @@ READ_PAGE = 5000
 """Rows per Chroma ``get`` when rebuilding from a collection."""
 
 
+TOKEN = re.compile(r"(?u)\b\w\w+\b")
+"""A token: a word of two or more characters (bm25s's and scikit-learn's pattern)."""
+STEMMERS = {
+    "en": "english",
+    "es": "spanish",
+    "pt": "portuguese",
+    "it": "italian",
+    "fr": "french",
+    "de": "german",
+}
+"""Snowball stemmers (PyStemmer's names), by ISO 639-1 code."""
 STOPWORD_LISTS = {
     "en": "STOPWORDS_EN",
     "es": "STOPWORDS_SPANISH",
@@ -39,27 +55,38 @@ STOPWORD_LISTS = {
 """Languages with a stop-word list, by ISO 639-1 code."""
 
 
-def stopwords(languages: Sequence[str]) -> list[str]:
-    """The union of the stop-word lists of ``languages`` (computed once per language set)."""
-    return list(_stopwords(tuple(languages)))
+def analyse(text: str, language: str, *, stem: bool) -> list[str]:
+    """The BM25 tokens of ``text`` read as ``language``.
+
+    A language without a stop-word list or a stemmer keeps every word as it is.
+
+    Example:
+        >>> analyse("Tomando o comprimido", "pt", stem=True)
+        ['tom', 'comprim']
+        >>> analyse("Taking the tablet", "en", stem=False)
+        ['taking', 'tablet']
+    """
+    stop = _stopwords(language)
+    tokens = [t for t in TOKEN.findall(text.lower()) if t not in stop]
+    if stem and language in STEMMERS:
+        return list(_stemmer(language).stemWords(tokens))
+    return tokens
 
 
 @functools.cache
-def _stopwords(languages: tuple[str, ...]) -> tuple[str, ...]:
-    """The union of the stop-word lists of ``languages``.
-
-    Raises:
-        ValueError: for a language without a list.
-    """
+def _stopwords(language: str) -> frozenset[str]:
+    """The stop words of ``language`` (none for a language without a list)."""
     from bm25s import stopwords as sw
 
-    words: set[str] = set()
-    for lang in languages:
-        if lang not in STOPWORD_LISTS:
-            msg = f"no stop-word list for {lang!r}; known: {', '.join(STOPWORD_LISTS)}"
-            raise ValueError(msg)
-        words |= set(getattr(sw, STOPWORD_LISTS[lang]))
-    return tuple(sorted(words))
+    name = STOPWORD_LISTS.get(language)
+    return frozenset(getattr(sw, name) if name else ())
+
+
+@functools.cache
+def _stemmer(language: str) -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer(STEMMERS[language])
 
 
 @dataclass
@@ -81,7 +108,9 @@ class BM25Index:
     restricted: list[bool] = field(default_factory=list)
     """Whether each row belongs to a restricted card (skipped unless allowed)."""
     languages: tuple[str, ...] = ("en",)
-    """Languages whose stop words are dropped, at indexing and at search."""
+    """The languages the rows are written in (a question is analysed in each)."""
+    stem: bool = False
+    """Whether tokens are stemmed (at indexing and at search alike)."""
 
     @classmethod
     def build(
@@ -90,35 +119,51 @@ class BM25Index:
         parent_ids: Sequence[str],
         texts: Sequence[str],
         restricted: Sequence[bool] | None = None,
-        languages: Sequence[str] = ("en",),
+        row_languages: Sequence[str] | None = None,
+        *,
+        stem: bool = False,
     ) -> BM25Index:
-        """Index child texts (``restricted`` flags rows of restricted cards)."""
+        """Index child texts, each analysed in its language (English without ``row_languages``).
+
+        ``restricted`` flags rows of restricted cards.
+        """
         import bm25s
 
+        langs = list(row_languages) if row_languages is not None else ["en"] * len(texts)
         model = None
         if texts:
             model = bm25s.BM25()
-            tokens = bm25s.tokenize(
-                list(texts), stopwords=stopwords(languages), show_progress=False
-            )
-            model.index(tokens, show_progress=False)
+            corpus = [analyse(t, lang, stem=stem) for t, lang in zip(texts, langs, strict=True)]
+            model.index(corpus, show_progress=False)
         flags = list(restricted) if restricted is not None else [False] * len(child_ids)
-        return cls(list(child_ids), list(parent_ids), model, flags, tuple(languages))
+        languages = tuple(sorted(set(langs))) or ("en",)
+        return cls(list(child_ids), list(parent_ids), model, flags, languages, stem)
+
+    def tokens(self, query: str) -> list[str]:
+        """The question's tokens: its analysis in each language of the rows, pooled.
+
+        Example:
+            >>> BM25Index([], [], None, languages=("en", "pt"), stem=True).tokens("tomando leite")
+            ['tomando', 'leit', 'tom']
+        """
+        pooled: dict[str, None] = {}
+        for language in self.languages:
+            pooled.update(dict.fromkeys(analyse(query, language, stem=self.stem)))
+        return list(pooled)
 
     def search(
         self, query: str, n: int, *, allow_restricted: bool = False
     ) -> list[tuple[str, str, float]]:
         """The ``n`` best-scoring children (score > 0), best first; restricted rows skipped."""
-        import bm25s
-
         if self.model is None or n <= 0:
             return []
-        tokens = bm25s.tokenize([query], stopwords=stopwords(self.languages), show_progress=False)
-        if not tokens.vocab:
+        known = self.model.vocab_dict
+        tokens = [t for t in self.tokens(query) if t in known]
+        if not tokens:
             return []
         mask = None if allow_restricted else self._public_mask
         docs, scores = self.model.retrieve(
-            tokens,
+            [tokens],
             k=min(n, len(self.child_ids)),
             show_progress=False,
             n_threads=1,  # one question per call: bm25s threads split batches of queries only
@@ -149,6 +194,7 @@ class BM25Index:
             "parent_ids": self.parent_ids,
             "restricted": self.restricted,
             "languages": list(self.languages),
+            "stem": self.stem,
         }
         (folder / CHILD_IDS).write_text(json.dumps(rows), encoding="utf-8")
 
@@ -161,15 +207,17 @@ class BM25Index:
         model = bm25s.BM25.load(str(folder), show_progress=False) if rows["child_ids"] else None
         restricted = rows.get("restricted") or [False] * len(rows["child_ids"])
         languages = tuple(rows.get("languages") or ["en"])
-        return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages)
+        stem = bool(rows.get("stem", False))
+        return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages, stem)
 
     @classmethod
     def from_rows(
-        cls, rows: Iterable[tuple[str, str, dict[str, Any]]], languages: Sequence[str] = ("en",)
+        cls, rows: Iterable[tuple[str, str, dict[str, Any]]], *, stem: bool = False
     ) -> BM25Index:
         """Index ``(child id, text, metadata)`` rows, in order (card rows are left out).
 
-        Ingest passes the rows it has just written, so it never reads them back.
+        Each row is analysed in its metadata's ``language``, detected from its text when it
+        has none. Ingest passes the rows it has just written, so it never reads them back.
         """
         kept = [(i, text, meta or {}) for i, text, meta in rows]
         kept = [row for row in kept if row[2].get(md.CHUNK_INDEX) != md.CARD_ROW]
@@ -178,13 +226,12 @@ class BM25Index:
             [str(meta.get(md.PARENT_ID, "")) for _, _, meta in kept],
             [text for _, text, _ in kept],
             [meta.get(md.SENSITIVITY) == "restricted" for _, _, meta in kept],
-            languages,
+            [str(meta.get(md.LANGUAGE) or detect(text)) for _, text, meta in kept],
+            stem=stem,
         )
 
     @classmethod
-    def from_collections(
-        cls, collections: Sequence[Any], languages: Sequence[str] = ("en",)
-    ) -> BM25Index:
+    def from_collections(cls, collections: Sequence[Any], *, stem: bool = False) -> BM25Index:
         """Rebuild from the child rows of Chroma collections (after a write to an open index).
 
         Rows are read a page at a time, unfiltered: one filtered ``get`` of a whole large
@@ -201,4 +248,4 @@ class BM25Index:
                 rows += zip(page["ids"], page["documents"], page["metadatas"], strict=True)
                 if len(page["ids"]) < READ_PAGE:
                     break
-        return cls.from_rows(rows, languages)
+        return cls.from_rows(rows, stem=stem)

@@ -129,8 +129,9 @@ class Settings(BaseSettings):
     """Reciprocal rank fusion constant. 20 rather than the textbook 60: the first ranks of
     each list count for more, which measured better on every dataset (issue 7)."""
 
-    bm25_languages: list[str] = Field(default_factory=lambda: ["en"])
-    """Languages of the cards, for BM25 stop words (``CARDRAG_BM25_LANGUAGES='["en"]'``)."""
+    bm25_stemming: bool = False
+    """Stem BM25's tokens with each card's Snowball stemmer (each card is analysed in its own
+    language either way: stop words, and the question in every language of the cards)."""
 
     rerank: bool = False
     """Reorder the top parents with the offline cross-encoder (``pip install 'cardrag[rerank]'``;

@@ -59,7 +59,7 @@ def build(
     splitter: CardSplitter,
     *,
     extra_manifest: dict[str, Any] | None = None,
-    languages: Sequence[str] = ("en",),
+    stem: bool = False,
     progress: bool = True,
     clean: bool = False,
     locked: bool = False,
@@ -73,7 +73,7 @@ def build(
         embeddings: The embedding model.
         splitter: The child splitter.
         extra_manifest: Recorded in the manifest (e.g. the model name).
-        languages: Languages of the cards, for BM25 stop words.
+        stem: Stem BM25's tokens (each card is analysed in its own language either way).
         progress: Show progress bars.
         clean: Keep no generation but the new one (the replaced one too is removed).
         locked: The caller already holds ``generations.lock()`` (taken here otherwise).
@@ -107,9 +107,9 @@ def build(
                 progress=progress and cache is None,  # with a cache, fill() showed the work
             )
             bm25 = BM25Index.from_rows(
-                ((str(d.id), d.page_content, d.metadata) for d in written), languages
+                ((str(d.id), d.page_content, d.metadata) for d in written), stem=stem
             )
-            manifest = make_manifest(splitter, len(cards), len(written), extra)
+            manifest = make_manifest(splitter, len(cards), len(written), extra, bm25)
             generations.complete(generation, manifest, bm25)
             if cache is not None:
                 keys = sorted({text_key(cache.model, c.page_content) for c in children})
@@ -190,7 +190,7 @@ def build_index(
     *,
     extra_manifest: dict[str, Any] | None = None,
     progress: bool = True,
-    languages: Sequence[str] = ("en",),
+    stem: bool = False,
     parents: str | None = None,
 ) -> Index:
     """:func:`build` into a store folder (see :class:`LocalGenerations`); the new index."""
@@ -201,7 +201,7 @@ def build_index(
         embeddings,
         splitter,
         extra_manifest=extra_manifest,
-        languages=languages,
+        stem=stem,
         progress=progress,
     )
     return index
@@ -244,7 +244,7 @@ def ingest_folder(
             LazyEmbeddings(settings.embedding_model, ingest_threads(settings)),  # loaded if needed
             CardSplitter.from_settings(settings),
             extra_manifest=extra,
-            languages=settings.bm25_languages,
+            stem=settings.bm25_stemming,
             clean=clean,
             locked=True,
             cache=cache_of(settings),

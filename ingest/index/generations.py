@@ -122,9 +122,7 @@ class Generations(Protocol):
         """A complete generation's manifest."""
         ...
 
-    def bm25(
-        self, generation: str, collections: Collections, languages: list[str]
-    ) -> BM25Index | None:
+    def bm25(self, generation: str, collections: Collections) -> BM25Index | None:
         """A generation's BM25 index (None where an old generation has none)."""
         ...
 

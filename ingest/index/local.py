@@ -94,9 +94,7 @@ class LocalGenerations:
         )
         return data
 
-    def bm25(
-        self, generation: str, collections: Collections, languages: list[str]
-    ) -> BM25Index | None:
+    def bm25(self, generation: str, collections: Collections) -> BM25Index | None:
         """The saved BM25 index (None for an index built before BM25 existed)."""
         folder = self.path(generation) / "bm25"
         return BM25Index.load(folder) if folder.is_dir() else None

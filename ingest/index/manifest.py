@@ -7,6 +7,7 @@ from typing import Any
 
 from cardrag.ingest.index.collections import DISTANCE_SPACE, KINDS
 from cardrag.ingest.index.parents import PARENT_FORMAT_VERSION
+from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.splitter import CardSplitter
 
 
@@ -15,7 +16,11 @@ class ModelMismatchError(ValueError):
 
 
 def make_manifest(
-    splitter: CardSplitter, cards: int, children: int, extra: dict[str, Any] | None
+    splitter: CardSplitter,
+    cards: int,
+    children: int,
+    extra: dict[str, Any] | None,
+    bm25: BM25Index | None = None,
 ) -> dict[str, Any]:
     """What an index records about how it was built (``children`` counts every row)."""
     return {
@@ -29,6 +34,7 @@ def make_manifest(
         "distance_space": DISTANCE_SPACE,
         "parent_format_version": PARENT_FORMAT_VERSION,
         "collections": list(KINDS),
+        **({"languages": list(bm25.languages), "bm25_stem": bm25.stem} if bm25 else {}),
     }
 
 

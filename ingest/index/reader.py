@@ -77,7 +77,6 @@ def open_generation(
     generations: Generations,
     embeddings: Embeddings,
     model: str | None,
-    languages: list[str],
     where: str,
 ) -> Index:
     """Open the live generation, checking it was built with ``model``.
@@ -95,7 +94,7 @@ def open_generation(
         collections=collections,
         docstore=generations.parents(generation),
         manifest=manifest,
-        bm25=generations.bm25(generation, collections, languages),
+        bm25=generations.bm25(generation, collections),
         generation=generation,
         client=own_client(generations, collections),
     )
@@ -121,16 +120,14 @@ def open_index(
         ModelMismatchError: when ``model`` differs from the index's.
     """
     generations = LocalGenerations(Path(store_dir), parents)
-    return open_generation(generations, embeddings, model, ["en"], str(store_dir))
+    return open_generation(generations, embeddings, model, str(store_dir))
 
 
 def open_current(settings: Settings, embeddings: Embeddings) -> Index:
     """The live index wherever the settings put it: a store folder, or a Chroma server."""
     generations = generations_of(settings)
     where = str(settings.chroma_url or settings.store_dir)
-    return open_generation(
-        generations, embeddings, settings.embedding_model, settings.bm25_languages, where
-    )
+    return open_generation(generations, embeddings, settings.embedding_model, where)
 
 
 def current_generation(settings: Settings) -> str:

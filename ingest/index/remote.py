@@ -108,11 +108,10 @@ class RemoteGenerations:
         data: dict[str, Any] = json.loads(str(pointer.get("manifest", "{}")))
         return data
 
-    def bm25(
-        self, generation: str, collections: Collections, languages: list[str]
-    ) -> BM25Index | None:
-        """Rebuilt from the generation's child rows."""
-        return BM25Index.from_collections(collections.with_children(), languages)
+    def bm25(self, generation: str, collections: Collections) -> BM25Index | None:
+        """Rebuilt from the generation's child rows, analysed as the manifest records."""
+        stem = bool(self.manifest(generation).get("bm25_stem", False))
+        return BM25Index.from_collections(collections.with_children(), stem=stem)
 
     def counts(self, generation: str) -> tuple[int, int]:
         """Rows in the generation's collections and records in its parent store."""

@@ -35,7 +35,9 @@ def test_every_system_runs_on_the_same_cards_and_questions(
     assert [r.name for r in runs] == [
         "card-atomic",
         "vanilla-pdr",
+        "bm25",
         "children",
+        "dense",
         "hybrid",
         "hybrid+card",
         "ours",
@@ -46,6 +48,8 @@ def test_every_system_runs_on_the_same_cards_and_questions(
     by_name = {r.name: r for r in runs}
     assert by_name["ours"].parents_per_query == 3.0  # all three cards, asked for 5
     assert by_name["vanilla-pdr"].parents_per_query <= 3.0  # k counts children there
+    # BM25 alone ranks only the cards that share a word with the question
+    assert by_name["bm25"].run == {"q1": {"c0": 1.0}, "q2": {"c1": 1.0}, "q3": {"c2": 1.0}}
 
 
 def test_each_text_is_embedded_once_per_run_and_once_ever_with_a_cache_folder(
@@ -69,6 +73,7 @@ def test_each_text_is_embedded_once_per_run_and_once_ever_with_a_cache_folder(
 def test_describe_reports_the_fusion_of_ours() -> None:
     assert describe(Settings(bm25_weight=0.5, rrf_c=30)) == {
         "hybrid": True,
+        "bm25_stemming": False,
         "card_rows": True,
         "weights": {"dense": 1.0, "card": 1.0, "bm25": 0.5},
         "rrf_c": 30,

@@ -37,6 +37,24 @@ def test_parse_card_reads_every_field() -> None:
     )
 
 
+def test_a_cards_language_is_declared_or_detected() -> None:
+    declared = parse_card(
+        GOOD.replace("sensitivity: public", "sensitivity: public\nlanguage: it"), "x.md"
+    )
+    portuguese = GOOD.replace(
+        "First paragraph.", "Tome o comprimido em jejum, com um copo de água."
+    )
+    assert (declared.language, declared.to_document().metadata["language"]) == ("it", "it")
+    assert parse_card(GOOD, "x.md").language == ""  # nothing declared: detected when needed
+    assert parse_card(portuguese, "x.md").to_document().metadata["language"] == "pt"
+    assert (
+        parse_card(
+            GOOD.replace("First paragraph.", "Take the tablet with water."), "x.md"
+        ).text_language
+        == "en"
+    )
+
+
 def test_parse_card_strips_byte_order_mark() -> None:
     assert parse_card("\ufeff" + GOOD, "x.md").id == "card-example"
 
@@ -59,6 +77,16 @@ def test_parse_card_strips_byte_order_mark() -> None:
             "is not one of",
         ),
         (GOOD.split("---\n\n")[0] + "---\n\n   \n", "body", "empty"),
+        (
+            GOOD.replace("sensitivity: public", "sensitivity: public\nlanguage: Portuguese"),
+            "language",
+            "is not an ISO 639-1 code",
+        ),
+        (
+            GOOD.replace("sensitivity: public", "sensitivity: public\nlanguage: 12"),
+            "language",
+            "is not an ISO 639-1 code",
+        ),
     ],
 )
 def test_parse_card_names_file_and_field(text: str, field: str, problem: str) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 from langchain_core.documents import Document
 
 from cardrag.ingest.index import open_vectorstore
-from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.lexical import BM25Index, analyse
 from tests.conftest import FakeEmbeddings
 
 TEXTS = [
@@ -58,3 +58,44 @@ def test_restricted_rows_are_skipped_unless_allowed() -> None:
     )
     assert [c for c, _, _ in index.search("zyrtec allergy", 2)] == ["a", "x"]
     assert [c for c, _, _ in index.search("zyrtec allergy", 2, allow_restricted=True)] == ["a", "s"]
+
+
+def test_english_without_stemming_tokenizes_exactly_as_bm25s() -> None:
+    # the shipped default's analysis is unchanged by per-card languages
+    import bm25s
+
+    texts = [*TEXTS, "Don't take it with tea; it's 2x weaker. Über-dose? ünïcode."]
+    expected = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    assert [analyse(t, "en", stem=False) for t in texts] == expected
+
+
+def test_each_card_is_analysed_in_its_own_language() -> None:
+    texts = ["Tome o comprimido em jejum com água", "Take the tablet with water"]
+    rows = [
+        ("pt::00", texts[0], {"parent_id": "pt", "chunk_index": 0, "language": "pt"}),
+        ("en::00", texts[1], {"parent_id": "en", "chunk_index": 0, "language": "en"}),
+    ]
+    plain = BM25Index.from_rows(rows)
+    stemmed = BM25Index.from_rows(rows, stem=True)
+    assert (plain.languages, stemmed.stem) == (("en", "pt"), True)
+    # "com" is a Portuguese stop word, not an English one: never matched in the pt card
+    assert plain.search("com", 5) == []
+    # inflections meet only with stemming: "tomando" / "tome", "comprimidos" / "comprimido"
+    assert plain.search("tomando comprimidos", 5) == []
+    assert [c for c, _, _ in stemmed.search("tomando comprimidos", 5)] == ["pt::00"]
+    assert [c for c, _, _ in stemmed.search("taking tablets", 5)] == ["en::00"]
+
+
+def test_a_row_without_a_language_is_detected_and_the_analysis_survives_a_reload(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        ("it::00", "Conservare le compresse al riparo dalla luce", {"parent_id": "it"}),
+        ("en::00", "Keep the tablets away from light", {"parent_id": "en"}),
+    ]
+    index = BM25Index.from_rows(rows, stem=True)
+    index.save(tmp_path / "bm25")
+    again = BM25Index.load(tmp_path / "bm25")
+    assert (again.languages, again.stem) == (("en", "it"), True)
+    assert again.tokens("compressa") == ["compressa", "compress"]
+    assert [c for c, _, _ in again.search("compressa", 5)] == ["it::00"]

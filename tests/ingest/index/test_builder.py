@@ -308,3 +308,78 @@ def test_the_card_size_limit_is_a_setting_checked_before_anything_is_loaded(
     assert f"{CARDS_DIR / 'adherence-reminders.md'}: field 'body': 1,290 characters" in line
     assert line.endswith("over the limit of 1,000 (CARDRAG_MAX_CARD_CHARS)")
     assert not (tmp_path / "store").exists()
+
+
+CARDS_IN = {
+    "pt": {
+        "card-ferro-comprimidos": (
+            "Ferro: tomar os comprimidos",
+            "Tome o comprimido de ferro em jejum, com um copo de sumo de laranja. O chá e o café "
+            "diminuem a absorção: espere duas horas antes de os beber.",
+        ),
+        "card-insulina-frigorifico": (
+            "Insulina: guardar as canetas",
+            "Guarde as canetas de insulina novas no frigorífico, entre 2 e 8 graus. A caneta em "
+            "uso pode ficar à temperatura ambiente durante quatro semanas.",
+        ),
+    },
+    "it": {
+        "card-ferro-compresse": (
+            "Ferro: prendere le compresse",
+            "Prenda la compressa di ferro a stomaco vuoto, con un bicchiere di succo d'arancia. "
+            "Il tè e il caffè riducono l'assorbimento: aspetti due ore prima di berli.",
+        ),
+        "card-insulina-frigorifero": (
+            "Insulina: conservare le penne",
+            "Conservi le penne di insulina nuove in frigorifero, tra 2 e 8 gradi. La penna in uso "
+            "può restare a temperatura ambiente per quattro settimane.",
+        ),
+    },
+}
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    ("language", "question", "expected", "tokens"),
+    [
+        (
+            "pt",
+            "Posso tomar o comprimido com chá?",
+            "card-ferro-comprimidos",
+            ["posso", "tomar", "comprimido", "chá"],
+        ),
+        (
+            "it",
+            "Posso prendere le compresse con il tè?",
+            "card-ferro-compresse",
+            ["posso", "prendere", "compresse", "tè"],
+        ),
+    ],
+)
+def test_a_card_folder_is_analysed_in_its_own_language_with_no_setting(
+    tmp_path: Path, language: str, question: str, expected: str, tokens: list[str]
+) -> None:
+    folder = tmp_path / "cards"
+    folder.mkdir()
+    for card_id, (title, body) in CARDS_IN[language].items():
+        front = (
+            f'---\nid: {card_id}\ntitle: "{title}"\nlicense: CC0-1.0\ntopics: [t]\n'
+            "accessed_at: 2026-11-30\nsensitivity: public\n---\n\n"
+        )
+        (folder / f"{card_id}.md").write_text(front + body + "\n", encoding="utf-8")
+    settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
+    index = ingest_folder(settings, folder)
+    try:
+        assert index.bm25 is not None
+        assert (index.bm25.languages, index.manifest["languages"]) == ((language,), [language])
+        rows = index.vectorstore.get(include=["metadatas"])["metadatas"]
+        assert {m[md.LANGUAGE] for m in rows} == {language}
+        parent = index.docstore.mget([expected])[0]
+        assert parent is not None
+        assert parent.metadata[md.LANGUAGE] == language
+        # the question is analysed as the cards are: its stop words ("com", "con", "il", "le")
+        # are dropped, and only content words reach BM25
+        assert index.bm25.tokens(question) == tokens
+        assert index.bm25.search(question, 5)[0][1] == expected
+    finally:
+        index.close()

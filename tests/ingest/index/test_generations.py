@@ -78,7 +78,7 @@ def test_a_generation_whose_counts_differ_from_its_manifest_is_not_swapped_in(
             [c.to_document() for c in shipped_cards[:2]],
         )
         manifest = make_manifest(CardSplitter(), 2, len(written) + 1, None)  # one row lost
-        generations.complete(generation, manifest, BM25Index.from_rows([], ["en"]))
+        generations.complete(generation, manifest, BM25Index.from_rows([]))
         with pytest.raises(GenerationCountError, match=rf"{len(written)} rows and 2 parent"):
             generations.swap(generation)
         incomplete = generations.new()
