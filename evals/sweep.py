@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
 from cardrag.evals.metrics import evaluate
-from cardrag.evals.systems import by_rank, configured, index
+from cardrag.evals.systems import by_rank, configured, index, lexical
 from cardrag.ingest import metadata as md
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
@@ -71,9 +71,7 @@ def build(
             per_card[parent] = per_card.get(parent, 0) + 1
     return Built(
         base=base,
-        bm25=BM25Index.from_collections(
-            base.collections.with_children(), stem=settings.bm25_stemming
-        ),
+        bm25=lexical(base, settings),
         children=sum(per_card.values()),
         chunks_per_card=statistics.median(per_card.values()) if per_card else 0.0,
     )

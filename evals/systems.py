@@ -148,8 +148,15 @@ def build(
     """Index cards as the settings say and return the configured retriever (for app checks)."""
     splitter = CardSplitter.from_settings(settings)
     base = index(cards, embeddings, splitter, path)
-    bm25 = BM25Index.from_collections(base.collections.with_children(), stem=settings.bm25_stemming)
+    bm25 = lexical(base, settings)
     return configured(base, settings, bm25, gated=gated)
+
+
+def lexical(base: ScoredParentDocumentRetriever, settings: Settings) -> BM25Index:
+    """BM25 over the children ``base`` wrote, analysed as the settings say."""
+    return BM25Index.from_collections(
+        base.collections.with_children(), stemmed=settings.bm25_stem_languages
+    )
 
 
 def _timed_run(
@@ -195,7 +202,7 @@ def run_systems(
     atomic = index(cards, embeddings, whole_card_splitter(), workdir / "card-atomic")
     splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
     base = index(cards, embeddings, splitter, workdir / "children")
-    bm25 = BM25Index.from_collections(base.collections.with_children(), stem=settings.bm25_stemming)
+    bm25 = lexical(base, settings)
     variants = {
         "children": settings.model_copy(update={"hybrid": False, "card_rows": False}),
         "dense": settings.model_copy(update={"hybrid": False, "card_rows": True}),
@@ -241,9 +248,7 @@ def run_systems(
     ]
     sentences = settings.model_copy(update={"chunker": "sentence_window"})
     window = index(cards, embeddings, CardSplitter.from_settings(sentences), workdir / "sentences")
-    window_bm25 = BM25Index.from_collections(
-        window.collections.with_children(), stem=settings.bm25_stemming
-    )
+    window_bm25 = lexical(window, settings)
     runs.append(
         _timed_run(
             "sentence-window",
@@ -274,7 +279,7 @@ def describe(settings: Settings) -> dict[str, Any]:
     """The retrieval configuration of ``ours``, for the report."""
     return {
         "hybrid": settings.hybrid,
-        "bm25_stemming": settings.bm25_stemming,
+        "bm25_stem_languages": settings.bm25_stem_languages,
         "card_rows": settings.card_rows,
         "weights": {
             "dense": settings.dense_weight,

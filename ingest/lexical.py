@@ -8,8 +8,9 @@ Each child is analysed in its card's language (metadata ``language``; detected f
 when a row has none): lower-cased words of two or more characters (bm25s's pattern), that
 language's stop words dropped (one list per card, never a mixed one: a mixed list removes
 English content words such as "come" or "con" and cost 2 points of recall@1 on the golden
-set) and, with ``stem``, Snowball stemming (PyStemmer), so "tomar", "tomo" and "tomando"
-meet. A question is analysed in each language the index holds, and its tokens pooled.
+set) and, for the languages in ``stemmed``, Snowball stemming (PyStemmer), so "tomar",
+"tomo" and "tomando" meet. A question is analysed in each language the index holds, and its
+tokens pooled.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ class BM25Index:
     """Whether each row belongs to a restricted card (skipped unless allowed)."""
     languages: tuple[str, ...] = ("en",)
     """The languages the rows are written in (a question is analysed in each)."""
-    stem: bool = False
-    """Whether tokens are stemmed (at indexing and at search alike)."""
+    stemmed: tuple[str, ...] = ()
+    """Languages whose tokens are stemmed (at indexing and at search alike)."""
 
     @classmethod
     def build(
@@ -121,7 +122,7 @@ class BM25Index:
         restricted: Sequence[bool] | None = None,
         row_languages: Sequence[str] | None = None,
         *,
-        stem: bool = False,
+        stemmed: Sequence[str] = (),
     ) -> BM25Index:
         """Index child texts, each analysed in its language (English without ``row_languages``).
 
@@ -133,22 +134,26 @@ class BM25Index:
         model = None
         if texts:
             model = bm25s.BM25()
-            corpus = [analyse(t, lang, stem=stem) for t, lang in zip(texts, langs, strict=True)]
+            corpus = [
+                analyse(t, lang, stem=lang in stemmed) for t, lang in zip(texts, langs, strict=True)
+            ]
             model.index(corpus, show_progress=False)
         flags = list(restricted) if restricted is not None else [False] * len(child_ids)
         languages = tuple(sorted(set(langs))) or ("en",)
-        return cls(list(child_ids), list(parent_ids), model, flags, languages, stem)
+        return cls(list(child_ids), list(parent_ids), model, flags, languages, tuple(stemmed))
 
     def tokens(self, query: str) -> list[str]:
         """The question's tokens: its analysis in each language of the rows, pooled.
 
         Example:
-            >>> BM25Index([], [], None, languages=("en", "pt"), stem=True).tokens("tomando leite")
-            ['tomando', 'leit', 'tom']
+            >>> index = BM25Index([], [], None, languages=("en", "pt"), stemmed=("pt",))
+            >>> index.tokens("tomando leite")
+            ['tomando', 'leite', 'tom', 'leit']
         """
         pooled: dict[str, None] = {}
         for language in self.languages:
-            pooled.update(dict.fromkeys(analyse(query, language, stem=self.stem)))
+            stem = language in self.stemmed
+            pooled.update(dict.fromkeys(analyse(query, language, stem=stem)))
         return list(pooled)
 
     def search(
@@ -194,7 +199,7 @@ class BM25Index:
             "parent_ids": self.parent_ids,
             "restricted": self.restricted,
             "languages": list(self.languages),
-            "stem": self.stem,
+            "stemmed": list(self.stemmed),
         }
         (folder / CHILD_IDS).write_text(json.dumps(rows), encoding="utf-8")
 
@@ -207,12 +212,12 @@ class BM25Index:
         model = bm25s.BM25.load(str(folder), show_progress=False) if rows["child_ids"] else None
         restricted = rows.get("restricted") or [False] * len(rows["child_ids"])
         languages = tuple(rows.get("languages") or ["en"])
-        stem = bool(rows.get("stem", False))
-        return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages, stem)
+        stemmed = tuple(rows.get("stemmed") or ())
+        return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages, stemmed)
 
     @classmethod
     def from_rows(
-        cls, rows: Iterable[tuple[str, str, dict[str, Any]]], *, stem: bool = False
+        cls, rows: Iterable[tuple[str, str, dict[str, Any]]], *, stemmed: Sequence[str] = ()
     ) -> BM25Index:
         """Index ``(child id, text, metadata)`` rows, in order (card rows are left out).
 
@@ -227,11 +232,13 @@ class BM25Index:
             [text for _, text, _ in kept],
             [meta.get(md.SENSITIVITY) == "restricted" for _, _, meta in kept],
             [str(meta.get(md.LANGUAGE) or detect(text)) for _, text, meta in kept],
-            stem=stem,
+            stemmed=stemmed,
         )
 
     @classmethod
-    def from_collections(cls, collections: Sequence[Any], *, stem: bool = False) -> BM25Index:
+    def from_collections(
+        cls, collections: Sequence[Any], *, stemmed: Sequence[str] = ()
+    ) -> BM25Index:
         """Rebuild from the child rows of Chroma collections (after a write to an open index).
 
         Rows are read a page at a time, unfiltered: one filtered ``get`` of a whole large
@@ -248,4 +255,4 @@ class BM25Index:
                 rows += zip(page["ids"], page["documents"], page["metadatas"], strict=True)
                 if len(page["ids"]) < READ_PAGE:
                     break
-        return cls.from_rows(rows, stem=stem)
+        return cls.from_rows(rows, stemmed=stemmed)

@@ -330,5 +330,5 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """Rebuild BM25 from the collections after a write (bm25s indexes are static)."""
         if self.bm25 is not None:
             self.bm25 = BM25Index.from_collections(
-                self.collections.with_children(), stem=self.bm25.stem
+                self.collections.with_children(), stemmed=self.bm25.stemmed
             )

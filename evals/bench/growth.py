@@ -81,7 +81,9 @@ def measure(cards: int, rounds: int) -> dict[str, Any]:
         docstore = InMemoryStore()
         splitter = CardSplitter.from_settings(settings)
         upsert_documents(stores, docstore, splitter, docs, progress=True)
-        bm25 = BM25Index.from_collections(stores.with_children(), stem=settings.bm25_stemming)
+        bm25 = BM25Index.from_collections(
+            stores.with_children(), stemmed=settings.bm25_stem_languages
+        )
         build_s = time.perf_counter() - started
         atomic_stores = open_collections(chroma_client(Path(tmp) / "atomic"), embeddings)
         upsert_documents(atomic_stores, InMemoryStore(), CardSplitter(mode="none"), docs)

@@ -59,7 +59,7 @@ def build(
     splitter: CardSplitter,
     *,
     extra_manifest: dict[str, Any] | None = None,
-    stem: bool = False,
+    stemmed: Sequence[str] = (),
     progress: bool = True,
     clean: bool = False,
     locked: bool = False,
@@ -73,7 +73,8 @@ def build(
         embeddings: The embedding model.
         splitter: The child splitter.
         extra_manifest: Recorded in the manifest (e.g. the model name).
-        stem: Stem BM25's tokens (each card is analysed in its own language either way).
+        stemmed: Languages whose BM25 tokens are stemmed (each card is analysed in its own
+            language either way).
         progress: Show progress bars.
         clean: Keep no generation but the new one (the replaced one too is removed).
         locked: The caller already holds ``generations.lock()`` (taken here otherwise).
@@ -107,7 +108,7 @@ def build(
                 progress=progress and cache is None,  # with a cache, fill() showed the work
             )
             bm25 = BM25Index.from_rows(
-                ((str(d.id), d.page_content, d.metadata) for d in written), stem=stem
+                ((str(d.id), d.page_content, d.metadata) for d in written), stemmed=stemmed
             )
             manifest = make_manifest(splitter, len(cards), len(written), extra, bm25)
             generations.complete(generation, manifest, bm25)
@@ -190,7 +191,7 @@ def build_index(
     *,
     extra_manifest: dict[str, Any] | None = None,
     progress: bool = True,
-    stem: bool = False,
+    stemmed: Sequence[str] = (),
     parents: str | None = None,
 ) -> Index:
     """:func:`build` into a store folder (see :class:`LocalGenerations`); the new index."""
@@ -201,7 +202,7 @@ def build_index(
         embeddings,
         splitter,
         extra_manifest=extra_manifest,
-        stem=stem,
+        stemmed=stemmed,
         progress=progress,
     )
     return index
@@ -244,7 +245,7 @@ def ingest_folder(
             LazyEmbeddings(settings.embedding_model, ingest_threads(settings)),  # loaded if needed
             CardSplitter.from_settings(settings),
             extra_manifest=extra,
-            stem=settings.bm25_stemming,
+            stemmed=settings.bm25_stem_languages,
             clean=clean,
             locked=True,
             cache=cache_of(settings),

@@ -34,7 +34,7 @@ def make_manifest(
         "distance_space": DISTANCE_SPACE,
         "parent_format_version": PARENT_FORMAT_VERSION,
         "collections": list(KINDS),
-        **({"languages": list(bm25.languages), "bm25_stem": bm25.stem} if bm25 else {}),
+        **({"languages": list(bm25.languages), "bm25_stemmed": list(bm25.stemmed)} if bm25 else {}),
     }
 
 

@@ -110,8 +110,8 @@ class RemoteGenerations:
 
     def bm25(self, generation: str, collections: Collections) -> BM25Index | None:
         """Rebuilt from the generation's child rows, analysed as the manifest records."""
-        stem = bool(self.manifest(generation).get("bm25_stem", False))
-        return BM25Index.from_collections(collections.with_children(), stem=stem)
+        stemmed = self.manifest(generation).get("bm25_stemmed") or []
+        return BM25Index.from_collections(collections.with_children(), stemmed=stemmed)
 
     def counts(self, generation: str) -> tuple[int, int]:
         """Rows in the generation's collections and records in its parent store."""

@@ -76,8 +76,8 @@ def test_each_card_is_analysed_in_its_own_language() -> None:
         ("en::00", texts[1], {"parent_id": "en", "chunk_index": 0, "language": "en"}),
     ]
     plain = BM25Index.from_rows(rows)
-    stemmed = BM25Index.from_rows(rows, stem=True)
-    assert (plain.languages, stemmed.stem) == (("en", "pt"), True)
+    stemmed = BM25Index.from_rows(rows, stemmed=("pt", "en"))
+    assert (plain.languages, stemmed.stemmed) == (("en", "pt"), ("pt", "en"))
     # "com" is a Portuguese stop word, not an English one: never matched in the pt card
     assert plain.search("com", 5) == []
     # inflections meet only with stemming: "tomando" / "tome", "comprimidos" / "comprimido"
@@ -93,9 +93,9 @@ def test_a_row_without_a_language_is_detected_and_the_analysis_survives_a_reload
         ("it::00", "Conservare le compresse al riparo dalla luce", {"parent_id": "it"}),
         ("en::00", "Keep the tablets away from light", {"parent_id": "en"}),
     ]
-    index = BM25Index.from_rows(rows, stem=True)
+    index = BM25Index.from_rows(rows, stemmed=("it",))
     index.save(tmp_path / "bm25")
     again = BM25Index.load(tmp_path / "bm25")
-    assert (again.languages, again.stem) == (("en", "it"), True)
+    assert (again.languages, again.stemmed) == (("en", "it"), ("it",))
     assert again.tokens("compressa") == ["compressa", "compress"]
     assert [c for c, _, _ in again.search("compressa", 5)] == ["it::00"]
