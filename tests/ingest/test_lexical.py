@@ -99,3 +99,24 @@ def test_a_row_without_a_language_is_detected_and_the_analysis_survives_a_reload
     assert (again.languages, again.stemmed) == (("en", "it"), ("it",))
     assert again.tokens("compressa") == ["compressa", "compress"]
     assert [c for c, _, _ in again.search("compressa", 5)] == ["it::00"]
+
+
+def test_a_question_surely_in_another_language_gets_no_bm25_vote() -> None:
+    english = BM25Index.build(["a::00"], ["a"], ["Keep insulin pens in the fridge."])
+    both = BM25Index.build(
+        ["a::00", "p::00"],
+        ["a", "p"],
+        ["Keep insulin pens in the fridge.", "Guardar as canetas novas no frigorífico."],
+        row_languages=["en", "pt"],
+    )
+    question = "Como devo guardar as canetas de insulin que ainda não abri?"  # "insulin"
+    assert (english.reads(question), english.search(question, 5)) == (False, [])
+    assert both.reads(question)
+    assert [c for c, _, _ in both.search(question, 5)] == ["p::00", "a::00"]
+    # too short to be sure of its language: BM25 keeps its vote
+    assert [c for c, _, _ in english.search("insulin?", 5)] == ["a::00"]
+    # a card language detection cannot name: BM25 never silenced
+    dutch = BM25Index.build(
+        ["n::00"], ["n"], ["Bewaar insulin in de koelkast."], row_languages=["nl"]
+    )
+    assert [c for c, _, _ in dutch.search(question, 5)] == ["n::00"]

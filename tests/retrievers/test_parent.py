@@ -463,6 +463,25 @@ def test_card_rows_rank_but_never_show_as_the_matched_passage(tmp_path: Path) ->
     assert doc.metadata["matched_child_id"] == "card-m::01"
 
 
+def test_a_question_in_a_language_no_card_is_written_in_ranks_as_without_bm25(
+    shipped_index_dir: Path, real_embeddings: Embeddings
+) -> None:
+    # issue 21: the golden set's Portuguese, Spanish and Italian questions over the English
+    # cards: BM25 gives no vote, so the fused ranking is the dense one exactly
+    index = open_index(shipped_index_dir, real_embeddings)
+    common = {"embedding_model": REAL_MODEL, "min_similarity": None, "k": 5}
+    hybrid = ScoredParentDocumentRetriever.from_index(index, Settings(**common))
+    dense = ScoredParentDocumentRetriever.from_index(index, Settings(**common, hybrid=False))
+    foreign = [c.query for c in load_golden_cases(GOLDEN) if c.kind == "multilingual"]
+    assert hybrid.bm25 is not None
+    silenced = [q for q in foreign if not hybrid.bm25.reads(q)]
+    assert len(silenced) == 5  # the sixth is too short to be sure of
+    for question in silenced:
+        assert [d.id for d in hybrid.invoke(question)] == [d.id for d in dense.invoke(question)]
+    english = "Can I drink alcohol with metronidazole?"
+    assert hybrid.bm25.search(english, 5)  # an English question keeps its vote
+
+
 def test_from_index_follows_the_settings(
     shipped_index_dir: Path, real_embeddings: Embeddings
 ) -> None:
