@@ -12,7 +12,7 @@ question is about and whether the card says anything about it (the signals are i
 * **A calibrated score** for the other cards: a logistic combination of :data:`FEATURES`
   (the card's similarity, its closest sentence, and, when question and card share a language,
   how much of the question's wording it covers), fitted per embedding model on the tuning
-  part of the golden and uncovered questions (``python -m evals.answerability --write``).
+  part of the golden and uncovered questions (``python -m cardrag.evals.answerability --write``).
 
 A card passes when the veto does not apply and its answerability reaches the model's
 threshold; a model without a calibration is graded by the veto alone.
@@ -45,7 +45,7 @@ from cardrag.retrievers.matched import MatchedCard
 FEATURES = ("score", "sentence", "coverage", "same_language", "soft_missing", "aspect")
 """The signals the answerability score combines, in the calibration's order."""
 CALIBRATION_FILE = Path(__file__).resolve().parent / "calibration.json"
-"""Per-model answerability calibrations, written by ``python -m evals.answerability --write``."""
+"""Per-model answerability calibrations (``python -m cardrag.evals.answerability --write``)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Answerability: fit grading's calibration on the tuning part, measure it on the held-out part.
 
-``python -m evals.answerability`` (``--write`` to store the calibration the app reads):
+``python -m cardrag.evals.answerability`` (``--write`` to store the calibration the app reads):
 
 1. Questions: the golden cases (answerable; their ``must_cite_one_of`` cards are the ones that
    answer), ``evals/cases/uncovered.jsonl`` (in-domain questions no card answers, four
@@ -297,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     from cardrag.ingest.embeddings import load_embeddings
     from cardrag.ingest.settings import Settings
 
-    parser = argparse.ArgumentParser(prog="python -m evals.answerability", description=__doc__)
+    prog = "python -m cardrag.evals.answerability"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--write", action="store_true", help=f"store it in {CALIBRATION_FILE}")
     args = parser.parse_args(argv)
     settings = Settings()

@@ -1,8 +1,8 @@
 """``make eval``: retrieval side by side, app-level checks, red team, report, and the CI gate.
 
-``python -m evals.run`` runs the golden set on the shipped cards (and the red team) and exits
-non-zero on a regression. ``python -m evals.run --dataset FOLDER --level article`` runs the
-same retrieval comparison on a BEIR-like folder (no gate). Both update
+``python -m cardrag.evals.run`` runs the golden set on the shipped cards (and the red team)
+and exits non-zero on a regression. ``python -m cardrag.evals.run --dataset FOLDER --level
+article`` runs the same retrieval comparison on a BEIR-like folder (no gate). Both update
 ``evals/report.json`` and ``evals/report.md``.
 """
 
@@ -253,7 +253,7 @@ def print_table(name: str, entry: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the evaluation; exit 1 when the gate fails."""
-    parser = argparse.ArgumentParser(prog="python -m evals.run", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cardrag.evals.run", description=__doc__)
     parser.add_argument(
         "--dataset", type=Path, default=None, help="a BEIR-like folder (../shared/datasets/...)"
     )

@@ -1,4 +1,4 @@
-"""``python -m ingest [--cards PATH] [--clean]``: build the store from a folder of cards."""
+"""``python -m cardrag.ingest [--cards PATH] [--clean]``: build the store from a folder of cards."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from cardrag.ingest.settings import Settings, settings_problem
 
 def main(argv: list[str] | None = None) -> int:
     """Ingest and print a one-line summary; bad cards exit 2 with the file and field."""
-    parser = argparse.ArgumentParser(prog="python -m ingest", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cardrag.ingest", description=__doc__)
     parser.add_argument("--cards", type=Path, default=None, help="folder of cards")
     parser.add_argument(
         "--clean",
@@ -46,7 +46,7 @@ DRY_RUN_HELP = "print what would change (cards, texts to embed) and write nothin
 
 
 def run(settings: Settings, cards: Path | None, *, clean: bool, dry_run: bool = False) -> int:
-    """Ingest with ``settings``; shared by ``python -m ingest`` and ``cardrag ingest``."""
+    """Ingest with ``settings``; shared by ``python -m cardrag.ingest`` and ``cardrag ingest``."""
     started = time.perf_counter()
     try:
         if dry_run:

@@ -77,7 +77,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         "## Ingest",
         "",
         "| rows embedded | raw `embed_documents` rows/s | whole ingest rows/s | ratio | "
-        "cold `python -m ingest`, 38 cards |",
+        "cold `python -m cardrag.ingest`, 38 cards |",
         "|---|---|---|---|---|",
         f"| {ing.get('rows')} | {ing.get('embed_rows_per_s')} | {ing.get('ingest_rows_per_s')} "
         f"| {ing.get('ratio')}x | {ing.get('cold_ingest_s')} s |",
@@ -85,7 +85,8 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
     if "reingest_unchanged_s" in ing:
         lines += [
             "",
-            "Cold `python -m ingest` of the 38 shipped cards, each a fresh process, same run: "
+            "Cold `python -m cardrag.ingest` of the 38 shipped cards, each a fresh process, "
+            "same run: "
             "first ingest with one model thread and with every core, then re-ingests of the "
             "one-thread store (texts come from the embedding cache; unchanged, the model is not "
             "loaded).",
@@ -150,7 +151,7 @@ store, all in one process."""
 
 def main(argv: list[str] | None = None) -> int:
     """Run every benchmark and write ``evals/bench.md``."""
-    parser = argparse.ArgumentParser(prog="python -m evals.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cardrag.evals.bench", description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(

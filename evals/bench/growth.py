@@ -1,6 +1,6 @@
 """Growth: retrieval latency and peak memory at 1k, 10k and 100k synthetic cards.
 
-Each size runs in its own process (``python -m evals.bench.growth --cards N``) so its peak
+Each size runs in its own process (``python -m cardrag.evals.bench.growth --cards N``) so its peak
 memory is its own. Embedding 100k cards with the real model would take hours on 2 cores, and
 the query embedding costs the same at any store size; so the stores here are filled with a
 deterministic hashed embedding (384 dimensions, like all-MiniLM-L6-v2), and what is measured

@@ -50,7 +50,7 @@ def throughput(
 
 
 def _ingest(store: Path, cards: Path, settings: Settings, threads: int) -> tuple[float, str]:
-    """Wall time and summary line of ``python -m ingest`` in a fresh process."""
+    """Wall time and summary line of ``python -m cardrag.ingest`` in a fresh process."""
     env = {**os.environ, "CARDRAG_STORE_DIR": str(store), "TQDM_DISABLE": "1"}
     env["CARDRAG_EMBEDDING_MODEL"] = settings.embedding_model
     env["CARDRAG_INGEST_THREADS"] = str(threads)
@@ -77,7 +77,7 @@ def embedded(line: str) -> int:
 
 
 def cold(workdir: Path, settings: Settings) -> dict[str, Any]:
-    """Cold ``python -m ingest`` runs on the shipped cards, each in a fresh process.
+    """Cold ``python -m cardrag.ingest`` runs on the shipped cards, each in a fresh process.
 
     A first ingest with one model thread and with every core (fresh stores, the same run), then,
     on the one-thread store: a re-ingest of the unchanged cards (everything from the embedding
