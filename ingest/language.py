@@ -2,7 +2,7 @@
 
 Cards may declare ``language`` in their front matter; otherwise it is detected from the text
 with py3langid (a maintained fork of langid.py: a naive Bayes model over byte n-grams, numpy
-only, about 50 µs per question on one core; its model loads once per process, ~0.5 s).
+only, about 30 µs per question; its model loads once per process, ~0.5 s).
 Detection chooses among :data:`ANALYSED`, the languages BM25 has stop words and a stemmer
 for: on our 160 uncovered questions in en/pt/es/it (3 to 20 words each) it names the right
 language for 159.
