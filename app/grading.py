@@ -10,9 +10,15 @@ question is about and whether the card says anything about it (the signals are i
   (clopidogrel, appendectomy, HbA1c), matched across spellings and languages, must be in the
   card; a card without it cannot answer, whatever it scores.
 * **A calibrated score** for the other cards: a logistic combination of :data:`FEATURES`
-  (the card's similarity, its closest sentence, and, when question and card share a language,
-  how much of the question's wording it covers), fitted per embedding model on the tuning
-  part of the golden and uncovered questions (``python -m cardrag.evals.answerability --write``).
+  (the card's similarity, its closest sentence, the mean similarity of all its sentences, and,
+  when question and card share a language, how much of the question's wording it covers),
+  fitted per embedding model on the tuning part of the golden and uncovered questions
+  (``python -m cardrag.evals.answerability --write``).
+
+  The mean sentence helps tell "a card that answers" from "a card about the same medicine":
+  a question the card does not answer ("Do statins reduce the risk of cancer?") finds one
+  sentence that shares its words ("reduce the risk of heart attacks") in a card that is, as a
+  whole, about something else.
 
 A card passes when the veto does not apply and its answerability reaches the model's
 threshold; a model without a calibration is graded by the veto alone.
@@ -42,7 +48,15 @@ from cardrag.app.vectors import Vectors, dot
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.matched import MatchedCard
 
-FEATURES = ("score", "sentence", "coverage", "same_language", "soft_missing", "aspect")
+FEATURES = (
+    "score",
+    "sentence",
+    "coverage",
+    "same_language",
+    "soft_missing",
+    "aspect",
+    "mean_sentence",
+)
 """The signals the answerability score combines, in the calibration's order."""
 CALIBRATION_FILE = Path(__file__).resolve().parent / "calibration.json"
 """Per-model answerability calibrations (``python -m cardrag.evals.answerability --write``)."""
@@ -85,6 +99,11 @@ def load_calibration(model: str, path: Path = CALIBRATION_FILE) -> Calibration |
     entry = json.loads(path.read_text(encoding="utf-8")).get(model)
     if entry is None:
         return None
+    if tuple(entry.get("features", ())) != FEATURES:
+        raise ValueError(
+            f"{path}: {model}.features is {entry.get('features')}, grading computes "
+            f"{list(FEATURES)}; refit it (python -m cardrag.evals.answerability --write)"
+        )
     return Calibration(
         model=model,
         mean=tuple(entry["mean"]),
@@ -102,12 +121,13 @@ def card_features(
     card_text: str,
     card_lang: str,
     score: float,
-    sentence: float,
+    sentences: Sequence[float],
 ) -> tuple[dict[str, float], tuple[str, ...]]:
     """The features of one (question, card) pair, and the medical terms the card lacks.
 
-    Lexical coverage is measured only when the question and the card share a language;
-    across languages it abstains (0, with ``same_language`` 0).
+    ``sentences`` holds the similarity of each of the card's sentences to the question
+    (:func:`sentence_similarities`). Lexical coverage is measured only when the question and
+    the card share a language; across languages it abstains (0, with ``same_language`` 0).
     """
     vocab = vocabulary(card_text)
     missing = missing_terms(terms, vocab)
@@ -115,13 +135,19 @@ def card_features(
     same = question_lang == card_lang
     features = {
         "score": score,
-        "sentence": sentence,
+        "sentence": max(sentences, default=0.0),
         "coverage": coverage(question, vocab, card_lang) if same else 0.0,
         "same_language": float(same),
         "soft_missing": float(len(missing) > len(hard)),
         "aspect": aspect_coverage(question, terms, vocab, card_lang) if same else 0.0,
+        "mean_sentence": sum(sentences) / len(sentences) if sentences else 0.0,
     }
     return features, hard
+
+
+def sentence_similarities(vectors: Vectors, question_vector: list[float], text: str) -> list[float]:
+    """The similarity of each sentence of a card's text to the question (sentences cached)."""
+    return [dot(question_vector, v) for v in vectors.sentences(split_sentences(text))]
 
 
 @dataclass(frozen=True)
@@ -198,10 +224,7 @@ class Grader:
             if vetoed:  # fails whatever it scores: no feature (no sentence embedding) needed
                 grades.append(Grade(card.id, answerable=False, answerability=None, missing=vetoed))
                 continue
-            sentence = 0.0
-            if needs_dense:
-                parts = split_sentences(card.text)
-                sentence = max((dot(qv, v) for v in self.vectors.sentences(parts)), default=0.0)
+            sentences = sentence_similarities(self.vectors, qv, card.text) if needs_dense else []
             features, _ = card_features(
                 question,
                 terms,
@@ -209,7 +232,7 @@ class Grader:
                 text,
                 str(doc.metadata.get(md.LANGUAGE) or text_language(card.text)),
                 card.score,
-                sentence,
+                sentences,
             )
             grades.append(grade_card(features, (), card.id, self.calibration))
         return grades

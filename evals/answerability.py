@@ -35,10 +35,15 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from cardrag.app.extractive import split_sentences
-from cardrag.app.grading import CALIBRATION_FILE, FEATURES, Calibration, card_features
+from cardrag.app.grading import (
+    CALIBRATION_FILE,
+    FEATURES,
+    Calibration,
+    card_features,
+    sentence_similarities,
+)
 from cardrag.app.terms import question_language, salient_terms, text_language
-from cardrag.app.vectors import Vectors, dot
+from cardrag.app.vectors import Vectors
 from cardrag.evals.cases import GOLDEN, load_golden_cases, load_uncovered
 from cardrag.evals.split import split
 from cardrag.ingest import metadata as md
@@ -128,14 +133,11 @@ def featurise(
         qv = vectors.question(q.text)
         cards = []
         for doc in docs:
-            sentence = max(
-                (dot(qv, v) for v in vectors.sentences(split_sentences(doc.page_content))),
-                default=0.0,
-            )
+            sentences = sentence_similarities(vectors, qv, doc.page_content)
             text = f"{doc.metadata.get(md.TITLE, '')}\n{doc.page_content}"
             language = str(doc.metadata.get(md.LANGUAGE) or text_language(doc.page_content))
             feats, missing = card_features(
-                q.text, terms, lang, text, language, float(doc.metadata[md.SCORE]), sentence
+                q.text, terms, lang, text, language, float(doc.metadata[md.SCORE]), sentences
             )
             cards.append((str(doc.id), feats, missing))
         out.append(Scored(q, cards))
@@ -214,6 +216,7 @@ SIGNALS: dict[str, Any] = {
         (f["score"] for _, f, _ in s.cards), default=0
     ),
     "best sentence": lambda s: max((f["sentence"] for _, f, _ in s.cards), default=0),
+    "mean sentence": lambda s: max((f["mean_sentence"] for _, f, _ in s.cards), default=0),
     "salient terms (a card mentions all)": lambda s: float(any(not m for _, _, m in s.cards)),
     "content coverage (same language)": lambda s: max(
         (f["coverage"] for _, f, _ in s.cards), default=0

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from langchain_core.documents import Document
 
 from cardrag.app.grading import (
@@ -23,7 +24,7 @@ CALIBRATION = Calibration(
     model="fake",
     mean=(0.0,) * len(FEATURES),
     scale=(1.0,) * len(FEATURES),
-    weights=(10.0, 0.0, 0.0, 0.0, 0.0, 0.0),  # the score alone
+    weights=(10.0,) + (0.0,) * (len(FEATURES) - 1),  # the score alone
     bias=-5.0,
     threshold=0.0,
 )
@@ -52,12 +53,14 @@ def test_the_refusal_says_what_no_card_mentions_or_which_card_falls_short() -> N
 
 def test_calibrations_are_per_model(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
-    entry = {"mean": [0.0] * 6, "scale": [1.0] * 6, "weights": [1.0] * 6, "bias": -1.0}
+    n = len(FEATURES)
+    entry = {"mean": [0.0] * n, "scale": [1.0] * n, "weights": [1.0] * n, "bias": -1.0}
+    entry["features"] = list(FEATURES)
     path.write_text(json.dumps({"m": {**entry, "threshold": 0.5}}), encoding="utf-8")
     loaded = load_calibration("m", path)
     assert loaded is not None
     assert loaded.threshold == 0.5
-    assert loaded.answerability(dict.fromkeys(FEATURES, 1.0)) == 5.0
+    assert loaded.answerability(dict.fromkeys(FEATURES, 1.0)) == n - 1.0
     assert load_calibration("other", path) is None
     assert load_calibration("m", tmp_path / "missing.json") is None
 
@@ -100,7 +103,7 @@ def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None
     assert text_language(card.page_content) == "pt"
     question = "Posso tomar levotiroxina com café da manhã?"
     features, missing = card_features(
-        question, salient_terms(question), "pt", card.page_content, "pt", 0.9, 0.9
+        question, salient_terms(question), "pt", card.page_content, "pt", 0.9, [0.9]
     )
     assert missing == ()
     assert features["same_language"] == 1.0
@@ -119,3 +122,22 @@ def test_a_vetoed_card_costs_no_sentence_embedding() -> None:
     grades = grader("Can warfarin be taken with spinach?", docs)
     assert [g.missing for g in grades] == [(), ("warfarin",)]
     assert model.documents == ["Warfarin and vitamin K.", "Eat greens."]  # the statin card: none
+
+
+def test_the_sentence_features_are_the_best_and_the_mean_sentence() -> None:
+    question = "Can I take it with food?"
+    features, _ = card_features(question, [], "en", "Take it with food.", "en", 0.8, [0.9, 0.6])
+    assert features["sentence"] == 0.9
+    assert features["mean_sentence"] == pytest.approx(0.75)
+    empty, _ = card_features(question, [], "en", "", "en", 0.8, [])
+    assert (empty["sentence"], empty["mean_sentence"]) == (0.0, 0.0)
+
+
+def test_a_calibration_for_other_features_is_refused_with_the_file_named(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    n = len(FEATURES) - 1  # fitted before the last feature joined
+    entry = {"mean": [0.0] * n, "scale": [1.0] * n, "weights": [1.0] * n, "bias": -1.0}
+    entry |= {"threshold": 0.5, "features": list(FEATURES[:-1])}
+    path.write_text(json.dumps({"m": entry}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"calibration\.json: m\.features"):
+        load_calibration("m", path)
