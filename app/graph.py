@@ -5,10 +5,10 @@ answer this question (:mod:`cardrag.app.grading`), and only those reach the answ
 the reply refuses and says why.
 
 Example:
-    >>> from cardrag.app.context import Context                       # doctest: +SKIP
-    >>> from cardrag.ingest.settings import Settings
-    >>> reply = answer("How do I store insulin?", Context.from_settings(Settings()))
-    >>> reply.citations[0].id
+    >>> from cardrag.app.context import Context                      # doctest: +SKIP
+    >>> from cardrag.ingest.settings import Settings                 # doctest: +SKIP
+    >>> context = Context.from_settings(Settings())                  # doctest: +SKIP
+    >>> answer("How do I store insulin?", context).citations[0].id   # doctest: +SKIP
     'card-insulin-storage'
 """
 

