@@ -19,10 +19,13 @@ import functools
 import json
 import logging
 import re
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from langchain_core.stores import BaseStore
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.language import ANALYSED, SURE, detect, detect_with_probability
@@ -30,8 +33,20 @@ from cardrag.ingest.language import ANALYSED, SURE, detect, detect_with_probabil
 logger = logging.getLogger(__name__)
 
 CHILD_IDS = "child_ids.json"
+STORE_PREFIX = "bm25/"
+"""Key prefix of the index files in a byte store (:meth:`BM25Index.save_to`)."""
 READ_PAGE = 5000
 """Rows per Chroma ``get`` when rebuilding from a collection."""
+POSTINGS_PER_TOKEN = 10_000
+"""Postings a search reads per question token, highest BM25 contribution first.
+
+BM25's cost would otherwise grow with every child that shares a word with the question (a
+common word occurs in a large share of 500,000 children). The postings of each token are
+stored in impact order (:func:`impact_ordered`), so a search reads at most this many per
+token and never touches the rest. It is exact whenever no question token occurs in more
+children than this (every evaluation set here: at most 7,200 children); beyond, what is left
+out is a common word's lowest contributions (its IDF is low, and its highest-tf rows were
+read)."""
 
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
@@ -138,6 +153,7 @@ class BM25Index:
                 analyse(t, lang, stem=lang in stemmed) for t, lang in zip(texts, langs, strict=True)
             ]
             model.index(corpus, show_progress=False)
+            model.scores = impact_ordered(model.scores)
         flags = list(restricted) if restricted is not None else [False] * len(child_ids)
         languages = tuple(sorted(set(langs))) or ("en",)
         return cls(list(child_ids), list(parent_ids), model, flags, languages, tuple(stemmed))
@@ -190,18 +206,30 @@ class BM25Index:
         if not tokens:
             return []
         mask = None if allow_restricted else self._public_mask
-        docs, scores = self.model.retrieve(
-            [tokens],
-            k=min(n, len(self.child_ids)),
-            show_progress=False,
-            n_threads=1,  # one question per call: bm25s threads split batches of queries only
-            weight_mask=mask,
+        rows, scores = top_rows(
+            self.model.scores, [known[t] for t in tokens], n, POSTINGS_PER_TOKEN, mask
         )
         return [
             (self.child_ids[i], self.parent_ids[i], float(s))
-            for i, s in zip(docs[0], scores[0], strict=True)
-            if s > 0
+            for i, s in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
+
+    def rows_of(self, parent_ids: Sequence[str]) -> list[str]:
+        """The ids of every child row of the given parents (restricted ones included).
+
+        Example:
+            >>> BM25Index(["a::00", "b::00", "a::01"], ["a", "b", "a"], None).rows_of(["a"])
+            ['a::00', 'a::01']
+        """
+        return [self.child_ids[i] for p in parent_ids for i in self._rows_by_parent.get(p, ())]
+
+    @functools.cached_property
+    def _rows_by_parent(self) -> dict[str, list[int]]:
+        """Row numbers per parent, built on the first :meth:`rows_of`."""
+        rows: dict[str, list[int]] = {}
+        for i, parent in enumerate(self.parent_ids):
+            rows.setdefault(parent, []).append(i)
+        return rows
 
     @functools.cached_property
     def _public_mask(self) -> Any:
@@ -223,6 +251,7 @@ class BM25Index:
             "restricted": self.restricted,
             "languages": list(self.languages),
             "stemmed": list(self.stemmed),
+            "impact_ordered": True,
         }
         (folder / CHILD_IDS).write_text(json.dumps(rows), encoding="utf-8")
 
@@ -233,10 +262,32 @@ class BM25Index:
 
         rows = json.loads((folder / CHILD_IDS).read_text(encoding="utf-8"))
         model = bm25s.BM25.load(str(folder), show_progress=False) if rows["child_ids"] else None
+        if model is not None and not rows.get("impact_ordered"):  # saved before the order
+            model.scores = impact_ordered(model.scores)
         restricted = rows.get("restricted") or [False] * len(rows["child_ids"])
         languages = tuple(rows.get("languages") or ["en"])
         stemmed = tuple(rows.get("stemmed") or ())
         return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages, stemmed)
+
+    def save_to(self, store: BaseStore[str, bytes]) -> None:
+        """Write the index files into a byte store, as ``bm25/{file}`` keys (see :meth:`save`)."""
+        with tempfile.TemporaryDirectory(prefix="cardrag-bm25-") as tmp:
+            self.save(Path(tmp))
+            files = sorted(Path(tmp).iterdir())
+            store.mset([(f"{STORE_PREFIX}{f.name}", f.read_bytes()) for f in files])
+
+    @classmethod
+    def load_from(cls, store: BaseStore[str, bytes]) -> BM25Index | None:
+        """Read an index written by :meth:`save_to` (None when the store holds none)."""
+        # every key, filtered here: RedisStore reads ``prefix`` as a whole pattern, not a prefix
+        keys = sorted(k for k in store.yield_keys() if k.startswith(STORE_PREFIX))
+        if f"{STORE_PREFIX}{CHILD_IDS}" not in keys:
+            return None
+        with tempfile.TemporaryDirectory(prefix="cardrag-bm25-") as tmp:
+            for key, data in zip(keys, store.mget(keys), strict=True):
+                if data is not None:
+                    (Path(tmp) / key.removeprefix(STORE_PREFIX)).write_bytes(data)
+            return cls.load(Path(tmp))
 
     @classmethod
     def from_rows(
@@ -279,3 +330,70 @@ class BM25Index:
                 if len(page["ids"]) < READ_PAGE:
                     break
         return cls.from_rows(rows, stemmed=stemmed)
+
+
+def impact_ordered(scores: dict[str, Any]) -> dict[str, Any]:
+    """bm25s's score matrix with each token's postings sorted by contribution, highest first.
+
+    The matrix is compressed by token (CSC: ``indptr``, ``indices`` = rows, ``data`` = the
+    row's BM25 contribution for that token); summing a token's postings does not depend on
+    their order, so bm25s reads the reordered matrix as before.
+
+    Example:
+        >>> import numpy as np
+        >>> m = {"data": np.array([0.1, 0.5, 0.3], dtype=np.float32),
+        ...      "indices": np.array([0, 1, 2]), "indptr": np.array([0, 3]), "num_docs": 3}
+        >>> impact_ordered(m)["indices"].tolist()
+        [1, 2, 0]
+    """
+    import numpy as np
+
+    data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
+    token = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    order = np.lexsort((indices, -data, token))  # by token, then contribution, then row
+    return {**scores, "data": data[order], "indices": indices[order]}
+
+
+def top_rows(
+    scores: dict[str, Any],
+    token_ids: Sequence[int],
+    n: int,
+    depth: int,
+    mask: Any = None,
+) -> tuple[Any, Any]:
+    """The ``n`` best rows for the tokens, reading at most ``depth`` postings per token.
+
+    Reads each token's first ``depth`` postings of an :func:`impact_ordered` matrix, sums
+    them per row, weights them by ``mask`` (0 drops a row), and keeps rows scoring above 0.
+
+    Returns:
+        Row numbers and their scores, best first (ties: lower row first).
+
+    Example:
+        >>> import numpy as np
+        >>> m = {"data": np.array([0.5, 0.3, 0.1, 0.4], dtype=np.float32),
+        ...      "indices": np.array([1, 2, 0, 2]), "indptr": np.array([0, 3, 4]), "num_docs": 3}
+        >>> rows, values = top_rows(m, [0, 1], 2, depth=2)
+        >>> rows.tolist(), [round(v, 2) for v in values.tolist()]
+        ([2, 1], [0.7, 0.5])
+    """
+    import numpy as np
+
+    data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
+    spans = [(int(indptr[t]), min(int(indptr[t + 1]), int(indptr[t]) + depth)) for t in token_ids]
+    rows = np.concatenate([indices[a:b] for a, b in spans] or [np.empty(0, dtype=np.int64)])
+    values = np.concatenate([data[a:b] for a, b in spans] or [np.empty(0)])
+    # summed over a scratch array of every row: linear in the postings read and the rows,
+    # where sorting the postings (np.unique) cost 10 times more at 50,000 rows
+    every = np.bincount(rows, weights=values, minlength=int(scores["num_docs"]))
+    unique = np.flatnonzero(every)
+    sums = every[unique]
+    if mask is not None:
+        sums = sums * mask[unique]
+    kept = sums > 0
+    unique, sums = unique[kept], sums[kept]
+    if len(sums) > n:  # keep the n best and every row tied with the n-th, then cut by row
+        nth = np.partition(sums, len(sums) - n)[len(sums) - n]
+        unique, sums = unique[sums >= nth], sums[sums >= nth]
+    order = np.lexsort((unique, -sums))[:n]
+    return unique[order], sums[order]

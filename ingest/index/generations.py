@@ -20,8 +20,9 @@ One protocol, :class:`Generations`, with two implementations:
   parent store under ``{namespace}:{generation}``, and a pointer, the metadata of the collection
   ``{namespace}-current`` (generation and manifest; one Chroma call, applied atomically).
   The writer's lock is the collection ``{namespace}-lock`` (creating an existing collection
-  fails on the server, so only one writer gets it). BM25 is rebuilt from the rows by each
-  process that opens a generation.
+  fails on the server, so only one writer gets it). BM25's files are stored beside the
+  parents (``{namespace}:{generation}:files`` in Redis, ``{generation}.files`` in a shared
+  folder), so a worker opening a generation reads them instead of every row.
 
 One writer at a time: :meth:`Generations.lock` is held for a whole ingest, so garbage
 collection (:func:`collect`, run under the lock) can only ever meet complete

@@ -30,6 +30,8 @@ PARENT_DEFAULTS: dict[str, Any] = {
 """Metadata a record written before a field existed gets on reading. Version 0 (no
 ``format_version``, no ``id``) predates sensitivity, so everything in it was served: public."""
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+FILES = "files"
+"""The part of a generation's stores that holds its files other than parents (BM25)."""
 _MEMORY: dict[str, InMemoryByteStore] = {}
 """Parent stores of ``CARDRAG_PARENT_STORE=memory``, per index generation (this process)."""
 
@@ -89,14 +91,37 @@ def parent_store(
         default: The folder used when ``spec`` is None.
         namespace: The knowledge base's prefix on shared stores (``CARDRAG_NAMESPACE``).
     """
-    key = f"{namespace}:{generation}"
+    return encoded(_byte_store(spec, *_location(spec, namespace, generation, default)))
+
+
+def generation_files(
+    spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
+) -> BaseStore[str, bytes]:
+    """A generation's files other than its parents (its BM25 index), kept beside its parents.
+
+    Wherever ``CARDRAG_PARENT_STORE`` puts the parents, so every worker that reads them can
+    read these too: keys prefixed ``{namespace}:{generation}:files/`` in Redis, a subfolder
+    ``{namespace}/{generation}.files`` of a shared folder, or the folder ``default``.
+    """
+    return _byte_store(spec, *_location(spec, namespace, generation, default, FILES))
+
+
+def _location(
+    spec: str | None, namespace: str, generation: str, default: Path, part: str = ""
+) -> tuple[str, Path]:
+    """The key (in memory, in Redis) and the folder (no spec, a shared folder) of a store."""
+    key = f"{namespace}:{generation}" + (f":{part}" if part else "")
     if spec is None:
-        return open_parent_store(default)
+        return key, default
+    return key, Path(spec) / namespace / (f"{generation}.{part}" if part else generation)
+
+
+def _byte_store(spec: str | None, key: str, folder: Path) -> BaseStore[str, bytes]:
     if spec == "memory":
-        return encoded(_MEMORY.setdefault(key, InMemoryByteStore()))
-    if spec.startswith(REDIS_SCHEMES):
-        return encoded(redis_store(spec, key))
-    return open_parent_store(Path(spec) / namespace / generation)
+        return _MEMORY.setdefault(key, InMemoryByteStore())
+    if spec is not None and spec.startswith(REDIS_SCHEMES):
+        return redis_store(spec, key)
+    return LocalFileStore(folder)
 
 
 def redis_store(url: str, prefix: str) -> BaseStore[str, bytes]:
@@ -114,18 +139,26 @@ def drop_parent_store(
     spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
 ) -> None:
     """Remove one generation's parents, wherever :func:`parent_store` put them."""
-    key = f"{namespace}:{generation}"
-    if spec is None:
-        shutil.rmtree(default, ignore_errors=True)
-    elif spec == "memory":
+    _drop(spec, *_location(spec, namespace, generation, default))
+
+
+def drop_generation_files(
+    spec: str | None, generation: str, default: Path, namespace: str = "cardrag"
+) -> None:
+    """Remove one generation's other files, wherever :func:`generation_files` put them."""
+    _drop(spec, *_location(spec, namespace, generation, default, FILES))
+
+
+def _drop(spec: str | None, key: str, folder: Path) -> None:
+    if spec == "memory":
         _MEMORY.pop(key, None)
-    elif spec.startswith(REDIS_SCHEMES):
+    elif spec is not None and spec.startswith(REDIS_SCHEMES):
         store = redis_store(spec, key)
         keys = list(store.yield_keys())
         for start in range(0, len(keys), 1000):
             store.mdelete(keys[start : start + 1000])
     else:
-        shutil.rmtree(Path(spec) / namespace / generation, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def count_parents(store: BaseStore[str, Document]) -> int:

@@ -31,7 +31,13 @@ from cardrag.ingest.index.generations import (
     check_counts,
     new_generation,
 )
-from cardrag.ingest.index.parents import count_parents, drop_parent_store, parent_store
+from cardrag.ingest.index.parents import (
+    count_parents,
+    drop_generation_files,
+    drop_parent_store,
+    generation_files,
+    parent_store,
+)
 from cardrag.ingest.lexical import BM25Index
 
 logger = logging.getLogger(__name__)
@@ -78,8 +84,19 @@ class RemoteGenerations:
         """The generation's parent store (a local folder when none is configured)."""
         return parent_store(self.parent_spec, generation, self.path(generation), self.namespace)
 
+    def files_path(self, generation: str) -> Path:
+        """Where a generation's other files (BM25) go when no parent store is configured."""
+        return self.store_dir / "files" / generation
+
+    def files(self, generation: str) -> BaseStore[str, bytes]:
+        """The generation's other files, beside its parents (:func:`generation_files`)."""
+        return generation_files(
+            self.parent_spec, generation, self.files_path(generation), self.namespace
+        )
+
     def complete(self, generation: str, manifest: dict[str, Any], bm25: BM25Index) -> None:
-        """Keep the manifest for the swap (BM25 is rebuilt by readers from the rows)."""
+        """Store BM25 beside the parents, and keep the manifest for the swap."""
+        bm25.save_to(self.files(generation))
         self._manifests[generation] = manifest
 
     def _read_pointer(self) -> dict[str, Any]:
@@ -109,7 +126,15 @@ class RemoteGenerations:
         return data
 
     def bm25(self, generation: str, collections: Collections) -> BM25Index | None:
-        """Rebuilt from the generation's child rows, analysed as the manifest records."""
+        """The BM25 index stored with the generation (:meth:`complete`).
+
+        A generation built before BM25 was stored with it is rebuilt from its child rows,
+        analysed as its manifest records (every row is read: slow for a large store).
+        """
+        stored = BM25Index.load_from(self.files(generation))
+        if stored is not None:
+            return stored
+        logger.info("generation %s has no stored BM25; rebuilding it from its rows", generation)
         stemmed = self.manifest(generation).get("bm25_stemmed") or []
         return BM25Index.from_collections(collections.with_children(), stemmed=stemmed)
 
@@ -143,6 +168,9 @@ class RemoteGenerations:
             except Exception:
                 logger.debug("collection %s already gone", name)
         drop_parent_store(self.parent_spec, generation, self.path(generation), self.namespace)
+        drop_generation_files(
+            self.parent_spec, generation, self.files_path(generation), self.namespace
+        )
         self._manifests.pop(generation, None)
 
     def generations(self) -> list[str]:

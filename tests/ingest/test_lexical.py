@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
+import pytest
+from langchain_classic.storage import LocalFileStore
 from langchain_core.documents import Document
+from langchain_core.stores import InMemoryByteStore
 
+from cardrag.ingest import lexical
 from cardrag.ingest.index import open_vectorstore
-from cardrag.ingest.lexical import BM25Index, analyse
+from cardrag.ingest.lexical import CHILD_IDS, BM25Index, analyse
 from tests.conftest import FakeEmbeddings
 
 TEXTS = [
@@ -120,3 +126,84 @@ def test_a_question_surely_in_another_language_gets_no_bm25_vote() -> None:
         ["n::00"], ["n"], ["Bewaar insulin in de koelkast."], row_languages=["nl"]
     )
     assert [c for c, _, _ in dutch.search(question, 5)] == ["n::00"]
+
+
+def _corpus(n: int) -> tuple[list[str], list[str], list[str]]:
+    """``n`` children over a small vocabulary, so common words have long posting lists."""
+    words = [
+        "insulin",
+        "fridge",
+        "tablet",
+        "dose",
+        "stomach",
+        "water",
+        "morning",
+        "pen",
+        "travel",
+        "milk",
+    ]
+    texts = [" ".join(words[(i * j) % len(words)] for j in range(1, 2 + i % 7)) for i in range(n)]
+    return [f"c{i}::00" for i in range(n)], [f"c{i}" for i in range(n)], texts
+
+
+def test_a_search_reads_every_posting_it_needs_and_ranks_as_bm25s_does() -> None:
+    child_ids, parent_ids, texts = _corpus(300)
+    index = BM25Index.build(child_ids, parent_ids, texts)
+    question = "insulin in the fridge with milk"
+    got = index.search(question, 20)
+    tokens = [t for t in index.tokens(question) if t in index.model.vocab_dict]
+    rows, scores = index.model.retrieve([tokens], k=300, show_progress=False, n_threads=1)
+    want = sorted(
+        ((float(s), int(r)) for r, s in zip(rows[0], scores[0], strict=True) if s > 0),
+        key=lambda sr: (-sr[0], sr[1]),  # bm25s leaves ties in any order; ours: lower row
+    )[:20]
+    assert [c for c, _, _ in got] == [child_ids[r] for _, r in want]
+    assert [s for _, _, s in got] == pytest.approx([s for s, _ in want], rel=1e-6)
+
+
+def test_a_search_reads_at_most_the_deepest_postings_of_each_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    child_ids, parent_ids, texts = _corpus(300)
+    index = BM25Index.build(child_ids, parent_ids, texts)
+    scores = index.model.scores
+    fridge = index.model.vocab_dict["fridge"]
+    postings = int(scores["indptr"][fridge + 1] - scores["indptr"][fridge])
+    contributions = scores["data"][scores["indptr"][fridge] : scores["indptr"][fridge + 1]]
+    assert postings > 20
+    assert list(contributions) == sorted(contributions, reverse=True)  # impact order
+    monkeypatch.setattr(lexical, "POSTINGS_PER_TOKEN", 5)
+    hits = index.search("fridge", 100)
+    assert len(hits) == 5  # one token: its five highest contributions, nothing else read
+    assert [s for _, _, s in hits] == pytest.approx(list(contributions[:5]), rel=1e-6)
+
+
+def test_an_index_saved_before_impact_order_is_ordered_on_loading(tmp_path: Path) -> None:
+    child_ids, parent_ids, texts = _corpus(60)
+    index = BM25Index.build(child_ids, parent_ids, texts)
+    index.save(tmp_path / "bm25")
+    rows = json.loads((tmp_path / "bm25" / CHILD_IDS).read_text(encoding="utf-8"))
+    del rows["impact_ordered"]
+    (tmp_path / "bm25" / CHILD_IDS).write_text(json.dumps(rows), encoding="utf-8")
+    shuffled = dict(index.model.scores)
+    order = np.random.default_rng(0).permutation(len(shuffled["data"]))
+    # a permutation within each token's postings: sort the shuffled order by token
+    token = np.repeat(np.arange(len(shuffled["indptr"]) - 1), np.diff(shuffled["indptr"]))
+    order = order[np.argsort(token[order], kind="stable")]
+    np.save(tmp_path / "bm25" / "data.csc.index.npy", shuffled["data"][order])
+    np.save(tmp_path / "bm25" / "indices.csc.index.npy", shuffled["indices"][order])
+    again = BM25Index.load(tmp_path / "bm25")
+    assert np.array_equal(again.model.scores["indices"], index.model.scores["indices"])
+    assert again.search("insulin fridge", 10) == index.search("insulin fridge", 10)
+
+
+def test_an_index_round_trips_through_a_byte_store(tmp_path: Path) -> None:
+    index = BM25Index.build(["a::00", "b::00", "a::01"], ["a", "b", "a"], TEXTS, stemmed=("en",))
+    assert BM25Index.load_from(InMemoryByteStore()) is None
+    for store in (InMemoryByteStore(), LocalFileStore(tmp_path / "files")):
+        store.mset([("other", b"not bm25")])
+        index.save_to(store)
+        again = BM25Index.load_from(store)
+        assert again is not None
+        assert again.search("insulin pens", 3) == index.search("insulin pens", 3)
+        assert (again.stemmed, again.child_ids) == (("en",), index.child_ids)

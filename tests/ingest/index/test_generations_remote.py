@@ -21,6 +21,7 @@ from cardrag.app.graph import answer
 from cardrag.app.server import create_app
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import current_generation, ingest_folder, parent_store
+from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder, free_port, start_chroma, stop, wait_until
@@ -102,6 +103,27 @@ def rounded(reply: dict[str, object]) -> dict[str, object]:
     return {**reply, "retrieved": [{**c, "score": round(c["score"], 5)} for c in cards]}
 
 
+def test_a_worker_reads_bm25_from_beside_the_parents_not_from_every_row(
+    remote: Settings, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generation = current_generation(remote)
+    stored = redis.Redis.from_url(redis_url).keys(f"cardrag:{generation}:files/bm25/*")
+    assert {k.decode().rsplit("/", 1)[1] for k in stored} >= {
+        "child_ids.json",
+        "data.csc.index.npy",
+        "vocab.index.json",
+    }
+
+    def rebuild(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker rebuilt BM25 from the rows")
+
+    monkeypatch.setattr(BM25Index, "from_collections", rebuild)
+    bm25 = Context.from_settings(remote).retriever.bm25
+    assert bm25 is not None
+    assert bm25.stemmed == tuple(remote.bm25_stem_languages)
+    assert len(bm25.child_ids) == len(set(bm25.child_ids)) > 13
+
+
 def test_upsert_and_delete_on_the_server(remote: Settings) -> None:
     retriever = Context.from_settings(remote).retriever
     assert isinstance(retriever, ScoredParentDocumentRetriever)
@@ -137,10 +159,12 @@ def test_reingest_moves_the_pointer_and_keeps_one_previous_generation(
     }
     every = redis.Redis.from_url(redis_url).keys("swaps:*")
     cache = [k for k in every if k.startswith(b"swaps:embeddings/")]  # shared by generations
-    keys = [k for k in every if k not in cache]  # parent records, one prefix per generation
+    files = [k for k in every if b":files/" in k]  # BM25's, one prefix per generation
+    keys = [k for k in every if k not in cache and k not in files]  # parent records
     assert cache
     assert {k.decode().split(":")[1].split("/")[0] for k in keys} == set(generations[1:])
     assert len(keys) == 2 * 13  # two generations of 13 cards
+    assert {k.decode().split(":")[1] for k in files} == set(generations[1:])  # dropped with it
     assert (
         current_generation(settings.model_copy(update={"namespace": "cardrag"}))
         != (generations[-1])
