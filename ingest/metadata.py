@@ -77,3 +77,22 @@ def child_id(card_id: str, chunk_index: int) -> str:
     if chunk_index == CARD_ROW:
         return f"{card_id}::card"
     return f"{card_id}::{chunk_index:02d}"
+
+
+def parse_child_id(row_id: str) -> tuple[str, int] | None:
+    """The card id and chunk index a :func:`child_id` was made of (None for any other id).
+
+    Example:
+        >>> parse_child_id("card-iron-tablets::03"), parse_child_id("card-iron-tablets::card")
+        (('card-iron-tablets', 3), ('card-iron-tablets', -1))
+        >>> parse_child_id("3f2a9c1e-uuid") is None
+        True
+    """
+    card_id, sep, suffix = row_id.rpartition("::")
+    if not sep or not card_id:
+        return None
+    if suffix == "card":
+        return card_id, CARD_ROW
+    if len(suffix) >= 2 and suffix.isdigit():
+        return card_id, int(suffix)
+    return None

@@ -2,15 +2,17 @@
 
 The retriever asks the index for a window of rows per ranking; :func:`first_fetch` and
 :func:`next_fetch` size that window (it doubles, up to ``max_fetch``, while it has not found
-``k`` parents), and :func:`resolve` gives parents that only BM25 found their dense rows, so the
-similarity gate can judge them. Pure functions (apart from the reads they are handed), shared
-by the sync and async paths.
+``k`` parents), and :func:`resolve` gives parents that only BM25 found their dense rows, read
+by id, so the similarity gate can judge them. Pure functions (apart from the
+reads they are handed), shared by the sync and async paths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
+from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import Where
 from cardrag.ingest.index.search import ChildHit, RowReader
 from cardrag.retrievers.fusion import ParentHit
@@ -21,28 +23,65 @@ def resolve(
     vector: list[float],
     hits: Sequence[ChildHit],
     lexical: Sequence[ParentHit],
+    rows_of: Callable[[Sequence[str]], list[str]],
     where: Where | None,
-    fetch: int,
-    *,
-    max_fetch: int,
-    card_rows: bool,
 ) -> list[ChildHit]:
     """Dense hits for parents BM25 found but the dense window did not.
 
-    Their rows are read by parent id and scored against the question
-    (:meth:`RowReader.of_parents`), with the same ``where`` over the same collections, so
-    filters and the restricted exclusion apply to BM25 candidates too; it gives their dense
-    similarity for the gate.
+    Every row of those parents (``rows_of``: their child ids, from the BM25 index) is read by
+    id and scored against the question (:meth:`RowReader.by_ids`), with the same ``where``
+    over the same collections, so filters and the restricted exclusion apply to BM25
+    candidates too. It gives each such parent its dense similarity, the best over all its
+    rows as for any other parent, for the gate. At most one BM25 window of parents is read,
+    whatever the size of the store. (Their whole-card rows come with :func:`card_rows_of`.)
     """
     seen = {h.parent_id for h in hits}
     unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
     if not unknown:
         return []
-    window = min(max_fetch, max(fetch, 4 * len(unknown)))
-    found = rows.of_parents(vector, unknown, window, where, card_rows=False)
-    if card_rows:
-        found += rows.of_parents(vector, unknown, window, where, card_rows=True)
-    return found
+    return rows.by_ids(vector, rows_of(unknown), where, card_rows=False)
+
+
+def card_rows_of(
+    rows: RowReader,
+    vector: list[float],
+    candidates: Sequence[str],
+    windows: set[str],
+    cards: Sequence[ChildHit],
+    where: Where | None,
+) -> tuple[list[ChildHit], set[str]]:
+    """The whole-card rows of BM25-only parents, and the candidates that have none.
+
+    One read by id of the card rows of every candidate parent whose card row is not among
+    ``cards`` (the card-row window). The rows of parents outside both dense windows
+    (``windows``: the parents with a child or a card row there), those only BM25 found, join
+    the ranking as their other rows do (:func:`resolve`); for the others the read only tells
+    whether the row exists: a card too long for one has none, and fusion does not hold the
+    card-row ranking against it.
+
+    Returns:
+        The card-row hits of BM25-only parents, and the candidates without a card row.
+    """
+    have = {h.parent_id for h in cards}
+    asked = [p for p in dict.fromkeys(candidates) if p not in have]
+    if not asked:
+        return [], set()
+    found = rows.by_ids(vector, [md.child_id(p, md.CARD_ROW) for p in asked], where, card_rows=True)
+    with_row = {h.parent_id for h in found}
+    return [h for h in found if h.parent_id not in windows], set(asked) - with_row
+
+
+def without_card_row(hits: Sequence[ChildHit], parents: set[str]) -> list[ChildHit]:
+    """The hits, those of ``parents`` marked as having no whole-card row (for fusion).
+
+    Example:
+        >>> without_card_row([ChildHit("a::00", "a", 0.5)], {"a"})[0].metadata
+        {'has_card_row': False}
+    """
+    return [
+        replace(h, metadata={**h.metadata, md.HAS_CARD_ROW: False}) if h.parent_id in parents else h
+        for h in hits
+    ]
 
 
 def first_fetch(k: int, multiplier: int, max_fetch: int) -> int:

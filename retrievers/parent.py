@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -32,7 +33,13 @@ from cardrag.ingest.index.search import ChildHit, RowReader
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings, default
 from cardrag.ingest.splitter import CardSplitter
-from cardrag.retrievers.candidates import first_fetch, next_fetch, resolve
+from cardrag.retrievers.candidates import (
+    card_rows_of,
+    first_fetch,
+    next_fetch,
+    resolve,
+    without_card_row,
+)
 from cardrag.retrievers.expansion import assemble, finish
 from cardrag.retrievers.fusion import FusionWeights, ParentHit, best_per_parent, rank_parents
 from cardrag.retrievers.rerank import reranker_from
@@ -55,16 +62,16 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
 
     Example:
         >>> from cardrag.ingest.embeddings import load_embeddings   # doctest: +SKIP
-        >>> from cardrag.ingest.index import open_index
-        >>> from cardrag.ingest.settings import Settings, default
-        >>> settings = Settings()
-        >>> model = settings.embedding_model
-        >>> index = open_index(settings.store_dir, load_embeddings(model), model)
-        >>> retriever = ScoredParentDocumentRetriever(
+        >>> from cardrag.ingest.index import open_index  # doctest: +SKIP
+        >>> from cardrag.ingest.settings import Settings, default  # doctest: +SKIP
+        >>> settings = Settings()  # doctest: +SKIP
+        >>> model = settings.embedding_model  # doctest: +SKIP
+        >>> index = open_index(settings.store_dir, load_embeddings(model), model)  # doctest: +SKIP
+        >>> retriever = ScoredParentDocumentRetriever(  # doctest: +SKIP
         ...     vectorstore=index.vectorstore, docstore=index.docstore, k=3)
-        >>> docs = retriever.invoke("Can I take it with food?",
+        >>> docs = retriever.invoke("Can I take it with food?",  # doctest: +SKIP
         ...                         filter={"topics": {"$contains": "food-timing"}})
-        >>> [(d.id, round(d.metadata["score"], 2)) for d in docs]
+        >>> [(d.id, round(d.metadata["score"], 2)) for d in docs]  # doctest: +SKIP
         [('card-...', 0.6...), ...]
     """
 
@@ -185,18 +192,14 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             hits = rows.nearest(vector, fetch, where, card_rows=False)
             cards = rows.nearest(vector, fetch, where, card_rows=True) if self.card_rows else []
             lexical = best_per_parent(lexical_hits[:fetch])
-            extra = resolve(
-                rows,
-                vector,
-                [*hits, *cards],
-                lexical,
-                where,
-                fetch,
-                max_fetch=self.max_fetch,
-                card_rows=self.card_rows,
-            )
+            windows = {h.parent_id for h in [*hits, *cards]}
+            dense = [*hits, *resolve(rows, vector, [*hits, *cards], lexical, self._rows_of, where)]
+            if self.card_rows:
+                candidates = [*(h.parent_id for h in hits), *(p.parent_id for p in lexical)]
+                more, no_row = card_rows_of(rows, vector, candidates, windows, cards, where)
+                dense, cards = without_card_row(dense, no_row), [*cards, *more]
             ranked = rank_parents(
-                [*hits, *cards, *extra],
+                [*dense, *cards],
                 lexical,
                 min_similarity=floor,
                 weights=self._weights,
@@ -235,6 +238,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         hits = self.bm25.search(query, self.max_fetch, allow_restricted=self.allow_restricted)
         return [ChildHit(c, p, s) for c, p, s in hits]
 
+    def _rows_of(self, parent_ids: Sequence[str]) -> list[str]:
+        """The child ids of the given parents (BM25 indexes every child row)."""
+        return self.bm25.rows_of(parent_ids) if self.bm25 is not None else []
+
     def _expand(self, ranked: Sequence[ParentHit], k: int) -> tuple[list[Document], list[str]]:
         """The first ``k`` ranked parents that exist and may be shown, read from the docstore.
 
@@ -245,7 +252,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         missing: list[str] = []
         start = 0
         while len(docs) < k and start < len(ranked):
-            part = ranked[start : start + k - len(docs)]
+            part = self._complete(ranked[start : start + k - len(docs)])
             records = self.docstore.mget([p.parent_id for p in part])
             more, gone = assemble(
                 part,
@@ -258,6 +265,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             missing += gone
             start += len(part)
         return docs, missing
+
+    def _complete(self, ranked: Sequence[ParentHit]) -> list[ParentHit]:
+        """The parents with their matched rows' text and metadata read (for provenance)."""
+        best = self.rows.complete([p.best for p in ranked])
+        return [replace(p, best=b) for p, b in zip(ranked, best, strict=True)]
 
     def _floor(self, per_call: float | None) -> float | None:
         return self.min_similarity if per_call is None else per_call

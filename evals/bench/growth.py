@@ -1,15 +1,25 @@
-"""Growth: retrieval latency and peak memory at 1k, 10k and 100k synthetic cards.
+"""Growth: worker start, memory and retrieval latency at 1k, 10k and 100k synthetic cards.
 
-Each size runs in its own process (``python -m cardrag.evals.bench.growth --cards N``) so its peak
-memory is its own. Embedding 100k cards with the real model would take hours on 2 cores, and
-the query embedding costs the same at any store size; so the stores here are filled with a
+Embedding 100k cards with the real model would take hours on 2 cores, and the query
+embedding costs the same at any store size; so the stores here are filled with a
 deterministic hashed embedding (384 dimensions, like all-MiniLM-L6-v2), and what is measured
 is the part that grows: Chroma's HNSW search, BM25, the docstore and our fusion. The real
 model's per-query embedding cost is in the latency table, measured on the shipped corpus.
 
-Systems, on the same children: the floor (embed + one Chroma query of the first window),
-card-atomic (one vector per card, our retriever), LangChain's ``ParentDocumentRetriever``
-(vanilla, k children) and ours (the shipped settings: dense + BM25 + card rows, RRF).
+Each size runs in two processes of its own:
+
+1. **build** (``--build``): ingest the synthetic cards into a store folder with the real
+   ingest path (a generation with its Chroma collections, parent files, BM25 files and
+   manifest), and a card-atomic store beside it. A store already built for the same number
+   of cards is reused (``--store``), so a second run measures without rebuilding.
+2. **worker** (``--serve``): a fresh process opens the store as a server worker would and
+   reports the **open time** (the index: Chroma, parents, BM25), the **ready time** (open plus
+   the first question, when Chroma loads the HNSW segments) and its **memory** (RSS) once
+   ready, before anything else is opened. Then it times, on the same children: the floor (one
+   unfiltered Chroma query of the first window), card-atomic (one vector per card, our
+   retriever), LangChain's ``ParentDocumentRetriever`` (vanilla, k children) and ours (the
+   shipped settings: dense + BM25 + card rows, RRF): p50 and p95 over
+   :data:`QUESTIONS` questions after a warm-up pass.
 """
 
 from __future__ import annotations
@@ -30,18 +40,25 @@ from typing import Any
 import numpy as np
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.embeddings import Embeddings
-from langchain_core.stores import InMemoryStore
 
 from cardrag.evals.bench.latency import percentile, timings
 from cardrag.evals.bench.synthetic import WORDS, synthetic_cards
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index import Index, chroma_client, open_collections, upsert_documents
-from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.index import build_index, open_index
+from cardrag.ingest.index.generations import StoreMissingError
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 DIMENSIONS = 384
+MODEL = "hashed"
+"""The manifest's model name for stores built with :class:`HashedEmbeddings`."""
+QUESTIONS = 100
+"""Questions timed per system (p95 is the 95th of them)."""
+OURS, ATOMIC = "ours", "atomic"
+"""The two store folders under a growth store."""
+BUILT = "built.json"
+"""Written into a growth store once both folders are built: cards, rows, build time."""
 
 
 class HashedEmbeddings(Embeddings):
@@ -67,85 +84,154 @@ class HashedEmbeddings(Embeddings):
 def questions(n: int) -> list[str]:
     """``n`` deterministic card-vocabulary questions."""
     rng = np.random.default_rng(7)
-    return [" ".join(rng.choice(WORDS, size=8)) + "?" for _ in range(n)]
+    return [" ".join(rng.choice(WORDS) for _ in range(8)) + "?" for _ in range(n)]
 
 
-def measure(cards: int, rounds: int) -> dict[str, Any]:
-    """Build the stores for ``cards`` synthetic cards and time every system."""
-    settings = Settings(embedding_model="hashed", min_similarity=-1.0)
+def settings() -> Settings:
+    """The shipped retrieval settings over the hashed model (no similarity gate)."""
+    return Settings(embedding_model=MODEL, min_similarity=-1.0)
+
+
+def built(store: Path) -> dict[str, Any] | None:
+    """What :func:`build` recorded in ``store`` (None: nothing complete was built there)."""
+    record = store / BUILT
+    return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+
+
+def build(cards: int, store: Path) -> dict[str, Any]:
+    """Ingest ``cards`` synthetic cards into ``store`` (ours and card-atomic), unless there."""
+    done = built(store)
+    if done is not None and done["cards"] == cards:
+        return {**done, "reused": True}
+    config = settings()
     embeddings = HashedEmbeddings()
-    docs = list(synthetic_cards(cards))
-    with tempfile.TemporaryDirectory(prefix="cardrag-growth-") as tmp:
-        started = time.perf_counter()
-        stores = open_collections(chroma_client(Path(tmp) / "children"), embeddings)
-        docstore = InMemoryStore()
-        splitter = CardSplitter.from_settings(settings)
-        upsert_documents(stores, docstore, splitter, docs, progress=True)
-        bm25 = BM25Index.from_collections(
-            stores.with_children(), stemmed=settings.bm25_stem_languages
-        )
-        build_s = time.perf_counter() - started
-        atomic_stores = open_collections(chroma_client(Path(tmp) / "atomic"), embeddings)
-        upsert_documents(atomic_stores, InMemoryStore(), CardSplitter(mode="none"), docs)
-        index = Index(Path(tmp), stores, docstore, {}, bm25)
-        ours = ScoredParentDocumentRetriever.from_index(index, settings)
-        atomic = ScoredParentDocumentRetriever.over(atomic_stores, docstore=docstore, k=settings.k)
-        vectorstore = stores.children
-        vanilla = ParentDocumentRetriever(
-            vectorstore=vectorstore,
-            docstore=docstore,
-            child_splitter=splitter,
-            id_key=md.PARENT_ID,
-            search_kwargs={"k": settings.k},
-        )
-        window = settings.k * settings.fetch_multiplier
+    extra = {"embedding_model": MODEL}
+    deck = list(synthetic_cards(cards))
+    started = time.perf_counter()
+    index = build_index(
+        deck,
+        store / OURS,
+        embeddings,
+        CardSplitter.from_settings(config),
+        extra_manifest=extra,
+        stemmed=config.bm25_stem_languages,
+    )
+    build_s = round(time.perf_counter() - started, 1)
+    rows = index.collections.count()
+    index.close()
+    build_index(
+        deck, store / ATOMIC, embeddings, CardSplitter(mode="none"), extra_manifest=extra
+    ).close()
+    peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    done = {"cards": cards, "rows": rows, "build_s": build_s, "build_peak_rss_mb": peak}
+    (store / BUILT).write_text(json.dumps(done), encoding="utf-8")
+    return {**done, "reused": False}
 
-        def floor(q: str) -> object:
-            vector = embeddings.embed_query(q)
-            return vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=window)
 
-        asked = questions(30)
-        systems: dict[str, Callable[[str], object]] = {
-            "floor": floor,
-            "card-atomic": atomic.invoke,
-            "vanilla-pdr": vanilla.invoke,
-            "ours": ours.invoke,
-        }
-        times = {name: timings(fn, asked, rounds) for name, fn in systems.items()}
-        rows = stores.count()
+def rss_mb() -> float:
+    """This process's resident memory now, in MB."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return round(pages * resource.getpagesize() / 2**20)
+
+
+def serve(store: Path, rounds: int) -> dict[str, Any]:
+    """Open the store as a fresh worker would, then time every system on it."""
+    config = settings()
+    embeddings = HashedEmbeddings()
+    asked = questions(QUESTIONS)
+    before = rss_mb()
+    started = time.perf_counter()
+    index = open_index(store / OURS, embeddings, MODEL)
+    ours = ScoredParentDocumentRetriever.from_index(index, config)
+    open_s = time.perf_counter() - started
+    ours.invoke(asked[0])
+    ready_s = time.perf_counter() - started
+    worker_mb = rss_mb() - before
+    atomic_index = open_index(store / ATOMIC, embeddings, MODEL)
+    atomic = ScoredParentDocumentRetriever.over(
+        atomic_index.collections, docstore=index.docstore, k=config.k
+    )
+    vectorstore = index.collections.children
+    vanilla = ParentDocumentRetriever(
+        vectorstore=vectorstore,
+        docstore=index.docstore,
+        child_splitter=CardSplitter.from_settings(config),
+        id_key=md.PARENT_ID,
+        search_kwargs={"k": config.k},
+    )
+    window = config.k * config.fetch_multiplier
+
+    def floor(q: str) -> object:
+        vector = embeddings.embed_query(q)
+        return vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=window)
+
+    systems: dict[str, Callable[[str], object]] = {
+        "floor": floor,
+        "card-atomic": atomic.invoke,
+        "vanilla-pdr": vanilla.invoke,
+        "ours": ours.invoke,
+    }
+    times = {name: timings(fn, asked, rounds) for name, fn in systems.items()}
     return {
-        "cards": cards,
-        "rows": rows,
-        "build_s": round(build_s, 1),
+        "open_s": round(open_s, 2),
+        "ready_s": round(ready_s, 2),
+        "worker_rss_mb": worker_mb,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "p50_ms": {n: round(1000 * statistics.median(t), 2) for n, t in times.items()},
         "p95_ms": {n: round(1000 * percentile(t, 95), 2) for n, t in times.items()},
     }
 
 
-def run_sizes(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
-    """Each size in a fresh process; returns their measurements."""
+def run(args: list[str]) -> dict[str, Any]:
+    """``python -m cardrag.evals.bench.growth ARGS --json`` in a fresh process; its result."""
+    cmd = [sys.executable, "-m", "cardrag.evals.bench.growth", *args, "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        msg = f"growth {' '.join(args)} failed:\n{done.stderr[-2000:]}"
+        raise RuntimeError(msg)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_sizes(sizes: list[int], rounds: int, stores: Path | None = None) -> list[dict[str, Any]]:
+    """Each size built, then served, in fresh processes; their measurements.
+
+    Args:
+        sizes: Card counts.
+        rounds: Timed passes over the questions.
+        stores: Keep the built stores here (``{stores}/{size}``) and reuse them on the next
+            run; None builds into a temporary folder.
+    """
     out = []
-    for size in sizes:
-        cmd = [sys.executable, "-m", "cardrag.evals.bench.growth", "--cards", str(size)]
-        cmd += ["--rounds", str(rounds), "--json"]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            msg = f"growth at {size} cards failed:\n{done.stderr[-2000:]}"
-            raise RuntimeError(msg)
-        out.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(f"  {size:,} cards: {out[-1]}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="cardrag-growth-") as tmp:
+        for size in sizes:
+            store = (stores or Path(tmp)) / str(size)
+            built = run(["--build", "--cards", str(size), "--store", str(store)])
+            served = run(["--serve", "--store", str(store), "--rounds", str(rounds)])
+            out.append({"cards": size, **built, **served})
+            print(f"  {size:,} cards: {out[-1]}", flush=True)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Measure one size and print it as one JSON line (``--json``) or readable."""
+    """Build (``--build``) or serve (``--serve``) one store; both by default, in this process."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cards", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--store", type=Path, help="the store folder (kept, and reused)")
+    parser.add_argument("--build", action="store_true", help="only build the store")
+    parser.add_argument("--serve", action="store_true", help="only open and time the store")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = measure(args.cards, args.rounds)
+    with tempfile.TemporaryDirectory(prefix="cardrag-growth-") as tmp:
+        store = args.store or Path(tmp)
+        result: dict[str, Any] = {}
+        if args.build or not args.serve:
+            result |= build(args.cards, store)
+        if args.serve or not args.build:
+            if built(store) is None:
+                raise StoreMissingError(f"{store}: no growth store; run with --build first")
+            result |= serve(store, args.rounds)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 

@@ -1,4 +1,4 @@
-"""Deterministic card-like documents for growth benchmarks: any number, same every run.
+"""Deterministic card-like cards for growth benchmarks: any number, same every run.
 
 Each card has a title and 3 to 6 paragraphs of 2 to 4 sentences drawn from a fixed vocabulary
 of patient-support words, so lengths (median ~1,100 characters) and structure match the
@@ -7,12 +7,11 @@ shipped cards. The text means nothing; it only has to split, embed and index lik
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections.abc import Iterator
 
-from langchain_core.documents import Document
-
-from cardrag.ingest import metadata as md
+from cardrag.ingest.cards import Card
 
 _VOCABULARY = (
     "tablet dose morning evening food stomach water pharmacist doctor nurse clinic fridge "
@@ -30,8 +29,8 @@ def sentence(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def synthetic_cards(n: int, seed: int = 0) -> Iterator[Document]:
-    """``n`` card-like parent documents, ids ``card-syn-000001`` onwards.
+def synthetic_cards(n: int, seed: int = 0) -> Iterator[Card]:
+    """``n`` card-like cards (English, public), ids ``card-syn-000000`` onwards.
 
     Example:
         >>> [d.id for d in synthetic_cards(2)]
@@ -43,17 +42,14 @@ def synthetic_cards(n: int, seed: int = 0) -> Iterator[Document]:
             " ".join(sentence(rng) for _ in range(rng.randint(2, 4)))
             for _ in range(rng.randint(3, 6))
         ]
-        card_id = f"card-syn-{i:06d}"
-        yield Document(
-            id=card_id,
-            page_content="\n\n".join(paragraphs),
-            metadata={
-                md.PARENT_ID: card_id,
-                md.TITLE: " ".join(rng.choice(WORDS) for _ in range(4)).capitalize(),
-                md.LICENSE: "CC0-1.0",
-                md.TOPICS: [rng.choice(WORDS)],
-                md.ACCESSED_AT: "2026-11-29",
-                md.SENSITIVITY: "public",
-                md.SOURCE: "synthetic",
-            },
+        yield Card(
+            id=f"card-syn-{i:06d}",
+            title=" ".join(rng.choice(WORDS) for _ in range(4)).capitalize(),
+            license="CC0-1.0",
+            topics=[rng.choice(WORDS)],
+            accessed_at=dt.date(2026, 11, 29),
+            sensitivity="public",
+            body="\n\n".join(paragraphs),
+            source="synthetic",
+            language="en",
         )

@@ -3,7 +3,13 @@ from __future__ import annotations
 from typing import Any
 
 from cardrag.ingest.index.search import ChildHit
-from cardrag.retrievers.candidates import first_fetch, next_fetch, resolve
+from cardrag.retrievers.candidates import (
+    card_rows_of,
+    first_fetch,
+    next_fetch,
+    resolve,
+    without_card_row,
+)
 from cardrag.retrievers.fusion import ParentHit
 
 
@@ -25,37 +31,61 @@ class _Reader:
     """Records what :func:`resolve` asks the index for."""
 
     def __init__(self) -> None:
-        self.asked: list[tuple[list[str], int, Any, bool]] = []
+        self.asked: list[tuple[list[str], Any, bool]] = []
 
-    def of_parents(
-        self,
-        vector: list[float],
-        parent_ids: list[str],
-        window: int,
-        where: Any,
-        *,
-        card_rows: bool,
+    def by_ids(
+        self, vector: list[float], row_ids: list[str], where: Any, *, card_rows: bool
     ) -> list[ChildHit]:
-        self.asked.append((list(parent_ids), window, where, card_rows))
-        return [ChildHit(f"{p}::{'card' if card_rows else '00'}", p, 0.5) for p in parent_ids]
+        self.asked.append((list(row_ids), where, card_rows))
+        return [ChildHit(i, i.split("::")[0], 0.5) for i in row_ids]
 
 
 def _parent(pid: str) -> ParentHit:
     return ParentHit(pid, 1.0, ChildHit(f"{pid}::00", pid, 1.0))
 
 
-def test_resolve_reads_only_the_parents_bm25_found_and_the_dense_window_did_not() -> None:
+def _rows_of(parent_ids: list[str]) -> list[str]:
+    return [f"{p}::{i:02d}" for p in parent_ids for i in range(2)]
+
+
+def test_resolve_reads_by_id_every_row_of_the_parents_the_dense_window_missed() -> None:
     reader = _Reader()
     dense = [ChildHit("a::00", "a", 0.9)]
     lexical = [_parent("a"), _parent("b"), _parent("c")]
     where = {"topics": "x"}
-    found = resolve(reader, [1.0], dense, lexical, where, 4, max_fetch=200, card_rows=True)  # type: ignore[arg-type]
-    assert [h.child_id for h in found] == ["b::00", "c::00", "b::card", "c::card"]
-    # the window: at least the fetch, 4 rows per unknown parent, at most max_fetch
-    assert reader.asked == [(["b", "c"], 8, where, False), (["b", "c"], 8, where, True)]
+    found = resolve(reader, [1.0], dense, lexical, _rows_of, where)  # type: ignore[arg-type]
+    assert [h.child_id for h in found] == ["b::00", "b::01", "c::00", "c::01"]
+    assert reader.asked == [(["b::00", "b::01", "c::00", "c::01"], where, False)]
     reader.asked.clear()
-    resolve(reader, [1.0], dense, lexical, None, 4, max_fetch=6, card_rows=False)  # type: ignore[arg-type]
-    assert reader.asked == [(["b", "c"], 6, None, False)]
-    reader.asked.clear()
-    assert resolve(reader, [1.0], dense, [_parent("a")], None, 4, max_fetch=6, card_rows=True) == []  # type: ignore[arg-type]
+    assert resolve(reader, [1.0], dense, lexical[:1], _rows_of, None) == []  # type: ignore[arg-type]
     assert reader.asked == []
+
+
+class _CardRows(_Reader):
+    """Holds card rows for parents a, b and d (c has none: too long for one)."""
+
+    def by_ids(
+        self, vector: list[float], row_ids: list[str], where: Any, *, card_rows: bool
+    ) -> list[ChildHit]:
+        self.asked.append((list(row_ids), where, card_rows))
+        return [ChildHit(i, i.split("::")[0], 0.4) for i in row_ids if i[0] in "abd"]
+
+
+def test_card_rows_of_bm25_only_parents_join_and_card_less_parents_are_named() -> None:
+    reader = _CardRows()
+    cards = [ChildHit("a::card", "a", 0.8)]
+    # a: in both windows; b, c: children window only; d: BM25 only
+    more, without = card_rows_of(reader, [1.0], ["a", "b", "c", "d"], {"a", "b", "c"}, cards, None)  # type: ignore[arg-type]
+    assert reader.asked == [(["b::card", "c::card", "d::card"], None, True)]  # one read
+    assert [h.child_id for h in more] == ["d::card"]  # b's row exists but stays out of ranking
+    assert without == {"c"}
+    reader.asked.clear()
+    assert card_rows_of(reader, [1.0], ["a"], {"a"}, cards, None) == ([], set())  # type: ignore[arg-type]
+    assert reader.asked == []
+
+
+def test_hits_of_card_less_parents_are_marked_for_fusion() -> None:
+    hits = [ChildHit("c::00", "c", 0.5, metadata={"chunk_index": 0}), ChildHit("a::00", "a", 0.6)]
+    marked = without_card_row(hits, {"c"})
+    assert marked[0].metadata == {"chunk_index": 0, "has_card_row": False}
+    assert marked[1] is hits[1]

@@ -75,17 +75,32 @@ def test_the_reader_searches_one_kind_of_row_and_never_restricted_ones(
     assert children[0].score > children[1].score
 
 
-def test_rows_read_by_parent_score_as_the_vector_search_does(
+def test_rows_read_by_id_score_as_the_vector_search_does(
     reader_rows: RowReader, fake_embeddings: Embeddings
 ) -> None:
     vector = fake_embeddings.embed_query("tea and iron")
     searched = reader_rows.nearest(vector, 10, None, card_rows=False)
-    read = reader_rows.of_parents(vector, ["iron", "secret"], 10, None, card_rows=False)
-    assert [h.child_id for h in read] == [h.child_id for h in searched if h.parent_id == "iron"]
-    for got, want in zip(read, [h for h in searched if h.parent_id == "iron"], strict=True):
-        assert got.score == pytest.approx(want.score, abs=1e-6)
+    wanted = ["tea::00", "iron::01", "secret::00", "gone::00"]  # restricted, and no such row
+    read = reader_rows.by_ids(vector, wanted, None, card_rows=False)
+    assert [h.child_id for h in read] == [h.child_id for h in searched if h.child_id in wanted]
+    for got in read:
+        want = next(h for h in searched if h.child_id == got.child_id)
+        assert got.score == pytest.approx(want.score, abs=1e-6)  # Chroma: float32; here float64
+        assert (got.text, got.complete) == ("", False)  # the score alone, until completed
+        assert got.metadata == {md.PARENT_ID: got.parent_id, md.CHUNK_INDEX: int(got.child_id[-2:])}
+    full = {d.id: d for d in reader_rows.collections.children.get_by_ids(["tea::00", "iron::01"])}
+    for hit in reader_rows.complete(read):
+        assert (hit.text, hit.metadata, hit.complete) == (
+            full[hit.child_id].page_content,
+            full[hit.child_id].metadata,
+            True,
+        )
     only_first = {md.CHUNK_INDEX: 0}
     assert [
-        h.child_id
-        for h in reader_rows.of_parents(vector, ["iron"], 10, only_first, card_rows=False)
-    ] == ["iron::00"]
+        h.child_id for h in reader_rows.by_ids(vector, wanted, only_first, card_rows=False)
+    ] == ["tea::00"]
+    assert [
+        h.child_id for h in reader_rows.by_ids(vector, ["iron::card"], None, card_rows=True)
+    ] == ["iron::card"]
+    assert reader_rows.by_ids(vector, ["iron::card"], None, card_rows=False) == []
+    assert reader_rows.by_ids(vector, [], None, card_rows=False) == []
