@@ -104,3 +104,23 @@ def test_rows_read_by_id_score_as_the_vector_search_does(
     ] == ["iron::card"]
     assert reader_rows.by_ids(vector, ["iron::card"], None, card_rows=False) == []
     assert reader_rows.by_ids(vector, [], None, card_rows=False) == []
+
+
+def test_rows_with_ids_of_their_own_are_read_by_their_metadata(
+    tmp_path: Path, fake_embeddings: Embeddings
+) -> None:
+    # a collection written by other means than cardrag's ingest (LangChain's uuid ids)
+    collections = open_collections(chroma_client(tmp_path), fake_embeddings)
+    meta = {md.PARENT_ID: "iron", md.CHUNK_INDEX: 0, md.SENSITIVITY: "public"}
+    collections.children.add_texts(["take iron tablets"], [meta], ids=["3f2a9c1e"])
+    reader = RowReader(collections)
+    vector = fake_embeddings.embed_query("iron tablets")
+    [hit] = reader.nearest(vector, 4, None, card_rows=False)
+    assert (hit.child_id, hit.parent_id, hit.metadata, hit.complete) == (
+        "3f2a9c1e",
+        "iron",
+        meta,
+        False,
+    )
+    [done] = reader.complete([hit])
+    assert (done.text, done.metadata, done.complete) == ("take iron tablets", meta, True)
