@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -251,22 +252,22 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
     monkeypatch.setattr(RowReader, "_query", spy)
     question = "pills stomach morning"
     expected = _key(single.invoke(question))
-    assert queries == [
-        ("children", {"$and": [{"chunk_index": {"$gte": 0}}, NOT_RESTRICTED]}),
+    assert sorted(queries, key=str) == [  # the two queries run at once: any order
         ("children", {"$and": [{"chunk_index": -1}, NOT_RESTRICTED]}),
+        ("children", {"$and": [{"chunk_index": {"$gte": 0}}, NOT_RESTRICTED]}),
     ]
     queries.clear()
     assert _key(split.invoke(question)) == expected
     assert [p for p, _, _ in expected] == ["card-b", "card-a"]
-    assert queries == [("children", None), ("cards", None)]
+    assert sorted(queries, key=str) == [("cards", None), ("children", None)]
     queries.clear()
     split.allow_restricted = single.allow_restricted = True
     assert _key(split.invoke(question)) == _key(single.invoke(question))
-    assert queries[:4] == [
-        ("children", None),
-        ("restricted", {"chunk_index": {"$gte": 0}}),
+    assert sorted(queries[:4], key=str) == [
         ("cards", None),
+        ("children", None),
         ("restricted", {"chunk_index": -1}),
+        ("restricted", {"chunk_index": {"$gte": 0}}),
     ]
     assert "card-s" in [d.id for d in split.invoke(question)]
 
@@ -673,3 +674,29 @@ def test_the_gate_only_removes_cards_from_the_ungated_ranking(
         ungated = retriever.invoke(case.query, min_similarity=-1.0)
         passing = [d.id for d in ungated if d.metadata["score"] >= gate]
         assert gated[: len(passing)] == passing, case.query
+
+
+def test_reads_at_once_or_one_after_the_other_return_the_same_cards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = fake_retriever(tmp_path, 40, card_rows=True)
+    retriever.add_documents(
+        [card(f"card-{i}", f"pills stomach {i} tablets\n\nmorning water {i}") for i in range(8)]
+    )
+    retriever.bm25 = BM25Index.from_collections(retriever.collections.with_children())
+    threads: list[str] = []
+    original = RowReader._query
+
+    def spy(self: Any, *args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return original(self, *args)
+
+    monkeypatch.setattr(RowReader, "_query", spy)
+    question = "pills stomach morning water 3"
+    together = _key(retriever.invoke(question, k=5))
+    assert any(name.startswith("cardrag-read") for name in threads)  # the card rows' query
+    threads.clear()
+    retriever.concurrent_reads = False
+    assert _key(retriever.invoke(question, k=5)) == together
+    assert threads == [threading.current_thread().name] * 2
+    assert len({p for p, _, _ in together}) == 5
