@@ -2,9 +2,10 @@
 
 The retriever asks the index for a window of rows per ranking; :func:`first_fetch` and
 :func:`next_fetch` size that window (it doubles, up to ``max_fetch``, while it has not found
-``k`` parents), and :func:`resolve` gives parents that only BM25 found their dense rows, read
-by id, so the similarity gate can judge them. Pure functions (apart from the
-reads they are handed), shared by the sync and async paths.
+``k`` parents); :func:`resolve` gives parents that only BM25 found their dense rows, read by
+id, so the similarity gate can judge them, and :func:`card_rows_of` their whole-card rows
+(and which candidates have none). Pure functions (apart from the reads they are handed),
+shared by the sync and async paths.
 """
 
 from __future__ import annotations

@@ -1,8 +1,14 @@
-"""Reading rows back: the nearest rows of one kind, and the rows of given parents, scored.
+"""Reading rows back: the nearest rows of one kind, and given rows by id, scored.
 
 The retriever's narrow view of an index (:class:`RowReader`): it asks for rows of a kind
 (children or whole-card rows) and gets scored hits; which collections hold them and which
 metadata filters tell them apart stays in the row plan (:meth:`Collections.plan`).
+
+Reads are lean: a hit first carries only its id, its score and what its id says (parent and
+chunk index, :func:`~cardrag.ingest.metadata.child_id`); :meth:`RowReader.complete` reads the
+text and metadata of the rows the retriever returns. Reading metadata costs Chroma more than
+the vector search (at 10,000 cards a query of 16 rows: 3.1 ms with text and metadata, 1.5 ms
+with distances only).
 
 Chroma returns distances (lower is better); every hit carries a similarity instead. For
 unit-length vectors:

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cardrag.evals.bench import growth
+
+
+def test_a_growth_store_is_built_once_then_served_by_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(growth, "QUESTIONS", 5)
+    built = growth.build(30, tmp_path)
+    assert (built["cards"], built["reused"]) == (30, False)
+    assert built["rows"] > 2 * 30  # children and a card row per card
+    again = growth.build(30, tmp_path)
+    assert again == {**built, "reused": True}  # nothing rebuilt
+    served = growth.serve(tmp_path, rounds=1)
+    assert set(served["p50_ms"]) == {"floor", "card-atomic", "vanilla-pdr", "ours"}
+    assert 0 < served["open_s"] <= served["ready_s"]
+    assert served["worker_rss_mb"] > 0
+    assert all(served["p95_ms"][s] >= served["p50_ms"][s] for s in served["p50_ms"])
