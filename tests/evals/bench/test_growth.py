@@ -19,5 +19,6 @@ def test_a_growth_store_is_built_once_then_served_by_a_worker(
     served = growth.serve(tmp_path, rounds=1)
     assert set(served["p50_ms"]) == {"floor", "card-atomic", "vanilla-pdr", "ours"}
     assert 0 < served["open_s"] <= served["ready_s"]
-    assert served["worker_rss_mb"] > 0
+    assert served["worker_rss_mb"] >= 0  # 0 in a test process that already loaded Chroma
+    assert served["peak_rss_mb"] > 100
     assert all(served["p95_ms"][s] >= served["p50_ms"][s] for s in served["p50_ms"])
