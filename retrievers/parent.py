@@ -10,6 +10,7 @@ BM25 ranking of the same children and with whole-card rows (reciprocal rank fusi
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -47,8 +48,19 @@ from cardrag.retrievers.rerank import reranker_from
 
 logger = logging.getLogger(__name__)
 
-_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cardrag-read")
-"""Threads for :meth:`ScoredParentDocumentRetriever._together` (reads only, never nested)."""
+_READS: dict[int, ThreadPoolExecutor] = {}
+"""Threads for :meth:`ScoredParentDocumentRetriever._together` (reads only, never nested),
+one pool per process: a worker forked from a process that had already read gets its own
+(a forked child inherits the pool but not its threads)."""
+
+
+def read_pool() -> ThreadPoolExecutor:
+    """This process's pool for concurrent reads, made on first use."""
+    pid = os.getpid()
+    if pid not in _READS:
+        _READS.clear()  # a parent's pool: its threads did not come along
+        _READS[pid] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cardrag-read")
+    return _READS[pid]
 
 
 def _no_card_rows() -> tuple[list[ChildHit], set[str]]:
@@ -258,7 +270,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """
         if not self.concurrent_reads:
             return [read() for read in reads]
-        later = [_READS.submit(read) for read in reads[1:]]
+        pool = read_pool()
+        later = [pool.submit(read) for read in reads[1:]]
         first = reads[0]()
         return [first, *(f.result() for f in later)]
 
