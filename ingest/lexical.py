@@ -397,8 +397,5 @@ def top_rows(
         rows, sums = rows[sums >= nth], sums[sums >= nth]
     unique, first = np.unique(rows, return_index=True)
     sums = sums[first]
-    if len(sums) > n:  # keep the n best and every row tied with the n-th, then cut by row
-        nth = np.partition(sums, len(sums) - n)[len(sums) - n]
-        unique, sums = unique[sums >= nth], sums[sums >= nth]
-    order = np.lexsort((unique, -sums))[:n]
+    order = np.lexsort((unique, -sums))[:n]  # at most n x tokens rows: sorting them is cheap
     return unique[order], sums[order]

@@ -22,12 +22,12 @@ from cardrag.retrievers.fusion import ParentHit
 def resolve(
     rows: RowReader,
     vector: list[float],
-    hits: Sequence[ChildHit],
+    windows: set[str],
     lexical: Sequence[ParentHit],
     rows_of: Callable[[Sequence[str]], list[str]],
     where: Where | None,
 ) -> list[ChildHit]:
-    """Dense hits for parents BM25 found but the dense window did not.
+    """Dense hits for parents BM25 found but neither dense window did (``windows``).
 
     Every row of those parents (``rows_of``: their child ids, from the BM25 index) is read by
     id and scored against the question (:meth:`RowReader.by_ids`), with the same ``where``
@@ -36,8 +36,7 @@ def resolve(
     rows as for any other parent, for the gate. At most one BM25 window of parents is read,
     whatever the size of the store. (Their whole-card rows come with :func:`card_rows_of`.)
     """
-    seen = {h.parent_id for h in hits}
-    unknown = [p.parent_id for p in lexical if p.parent_id not in seen]
+    unknown = [p.parent_id for p in lexical if p.parent_id not in windows]
     if not unknown:
         return []
     return rows.by_ids(vector, rows_of(unknown), where, card_rows=False)

@@ -225,7 +225,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             windows = {h.parent_id for h in [*hits, *cards]}
             candidates = [*(h.parent_id for h in hits), *(p.parent_id for p in lexical)]
             extra, (more, no_row) = self._together(
-                partial(resolve, rows, vector, [*hits, *cards], lexical, self._rows_of, where),
+                partial(resolve, rows, vector, windows, lexical, self._rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
                 else _no_card_rows,
@@ -239,7 +239,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
                 weights=self._weights,
                 c=self.rrf_c,
             )
-            docs, missing = self._expand(ranked, pool)
+            docs, missing = self._expand(rows, ranked, pool)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), pool, floor)
             if fetch_more is None:
                 docs = finish(docs, missing)
@@ -290,7 +290,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """The child ids of the given parents (BM25 indexes every child row)."""
         return self.bm25.rows_of(parent_ids) if self.bm25 is not None else []
 
-    def _expand(self, ranked: Sequence[ParentHit], k: int) -> tuple[list[Document], list[str]]:
+    def _expand(
+        self, rows: RowReader, ranked: Sequence[ParentHit], k: int
+    ) -> tuple[list[Document], list[str]]:
         """The first ``k`` ranked parents that exist and may be shown, read from the docstore.
 
         Reads only as many records as still needed, a slice at a time (each read opens files
@@ -302,7 +304,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         while len(docs) < k and start < len(ranked):
             part = ranked[start : start + k - len(docs)]
             part, records = self._together(
-                partial(self._complete, part),
+                partial(self._complete, rows, part),
                 partial(self.docstore.mget, [p.parent_id for p in part]),
             )
             more, gone = assemble(
@@ -317,9 +319,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             start += len(part)
         return docs, missing
 
-    def _complete(self, ranked: Sequence[ParentHit]) -> list[ParentHit]:
+    def _complete(self, rows: RowReader, ranked: Sequence[ParentHit]) -> list[ParentHit]:
         """The parents with their matched rows' text and metadata read (for provenance)."""
-        best = self.rows.complete([p.best for p in ranked])
+        best = rows.complete([p.best for p in ranked])
         return [replace(p, best=b) for p, b in zip(ranked, best, strict=True)]
 
     def _floor(self, per_call: float | None) -> float | None:

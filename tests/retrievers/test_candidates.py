@@ -50,14 +50,13 @@ def _rows_of(parent_ids: list[str]) -> list[str]:
 
 def test_resolve_reads_by_id_every_row_of_the_parents_the_dense_window_missed() -> None:
     reader = _Reader()
-    dense = [ChildHit("a::00", "a", 0.9)]
-    lexical = [_parent("a"), _parent("b"), _parent("c")]
+    lexical = [_parent("a"), _parent("b"), _parent("c")]  # a: in a dense window
     where = {"topics": "x"}
-    found = resolve(reader, [1.0], dense, lexical, _rows_of, where)  # type: ignore[arg-type]
+    found = resolve(reader, [1.0], {"a"}, lexical, _rows_of, where)  # type: ignore[arg-type]
     assert [h.child_id for h in found] == ["b::00", "b::01", "c::00", "c::01"]
     assert reader.asked == [(["b::00", "b::01", "c::00", "c::01"], where, False)]
     reader.asked.clear()
-    assert resolve(reader, [1.0], dense, lexical[:1], _rows_of, None) == []  # type: ignore[arg-type]
+    assert resolve(reader, [1.0], {"a"}, lexical[:1], _rows_of, None) == []  # type: ignore[arg-type]
     assert reader.asked == []
 
 
