@@ -46,7 +46,15 @@ RARE_ZIPF = 2.2
 """Below this Zipf frequency in every language a word is a name (most medicines are)."""
 
 _WORD = re.compile(r"[^\W_][\w'-]*[^\W_]|[^\W_]", re.UNICODE)
-_SPELLING = (("ph", "f"), ("th", "t"), ("y", "i"), ("k", "c"), ("qu", "c"), ("z", "s"))
+_SPELLING = (
+    ("ph", "f"),
+    ("th", "t"),
+    ("y", "i"),
+    ("k", "c"),
+    ("qu", "c"),
+    ("z", "s"),
+    ("w", "v"),
+)
 
 
 def words(text: str) -> list[str]:
@@ -63,8 +71,8 @@ def fold(word: str) -> str:
     """A spelling-neutral form of a word: accents off, a few cross-language spellings merged.
 
     Example:
-        >>> fold("Levotiroxina"), fold("levothyroxine"), fold("Metronidazolo")
-        ('levotiroxina', 'levotiroxine', 'metronidasolo')
+        >>> fold("Levotiroxina"), fold("levothyroxine"), fold("Metronidazolo"), fold("warfarin")
+        ('levotiroxina', 'levotiroxine', 'metronidasolo', 'varfarin')
     """
     plain = unicodedata.normalize("NFKD", word.lower())
     plain = "".join(c for c in plain if not unicodedata.combining(c))
@@ -110,9 +118,21 @@ def medical(term: str) -> bool:
         >>> [medical(w) for w in ("rosuvastatina", "appendectomy", "hba1c", "woozy", "anaemia")]
         [True, True, True, False, False]
     """
-    if any(c.isdigit() for c in term) or salience(term) < RARE_ZIPF:
-        return True
-    return MEDICAL_SHAPE.search(fold(term)) is not None
+    return salience(term) < RARE_ZIPF or named(term)
+
+
+def named(term: str) -> bool:
+    """Whether a word has the shape of a medicine, test or procedure name in every language.
+
+    A digit or an INN / procedure ending (:data:`MEDICAL_SHAPE`). Rarity alone is not enough
+    across languages: "bochechar" (to rinse) and "inalatore" (inhaler) are rare words that an
+    English card says in its own words.
+
+    Example:
+        >>> [named(w) for w in ("varfarina", "colonoscopia", "hba1c", "bochechar", "inalatore")]
+        [True, True, True, False, False]
+    """
+    return any(c.isdigit() for c in term) or MEDICAL_SHAPE.search(fold(term)) is not None
 
 
 def salient_terms(question: str, max_zipf: float = SALIENT_ZIPF) -> list[str]:
@@ -204,9 +224,23 @@ def coverage(
     return covered / total if total else 1.0
 
 
-def missing_medical(terms: Iterable[str], vocab: frozenset[str]) -> tuple[str, ...]:
-    """The medicine, test or procedure names among ``terms`` that a vocabulary lacks (the veto)."""
-    return tuple(t for t in missing_terms(terms, vocab) if medical(t))
+def missing_medical(
+    terms: Iterable[str], vocab: frozenset[str], same_language: bool = True
+) -> tuple[str, ...]:
+    """The medicine, test or procedure names among ``terms`` that a vocabulary lacks (the veto).
+
+    Between a question and a card in different languages only :func:`named` terms count: a
+    rare word of the question's language is no name, and the card may say it in its own.
+
+    Example:
+        >>> vocab = vocabulary("Rinse your mouth after the inhaler.")
+        >>> missing_medical(["bochechar", "clopidogrel"], vocab, same_language=False)
+        ('clopidogrel',)
+        >>> missing_medical(["bochechar", "clopidogrel"], vocab)
+        ('bochechar', 'clopidogrel')
+    """
+    is_name = medical if same_language else named
+    return tuple(t for t in missing_terms(terms, vocab) if is_name(t))
 
 
 def missing_terms(terms: Iterable[str], vocab: frozenset[str]) -> tuple[str, ...]:

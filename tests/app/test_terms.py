@@ -6,6 +6,8 @@ from cardrag.app.terms import (
     fold,
     medical,
     mentions,
+    missing_medical,
+    named,
     question_language,
     salient_terms,
     vocabulary,
@@ -30,6 +32,17 @@ def test_spelling_across_languages_still_matches() -> None:
         assert mentions(term, vocab), term
     assert not mentions("rosuvastatina", vocabulary("simvastatin and atorvastatin"))
     assert fold("Ibuprofène") == "ibuprofene"
+    assert mentions("varfarina", vocabulary("Warfarin and vitamin K"))  # w and v fold together
+
+
+def test_across_languages_only_names_veto_a_card() -> None:
+    vocab = vocabulary("Rinse your mouth after the preventer inhaler. Warfarin: vitamin K.")
+    terms = ["bochechar", "inalador", "clopidogrel", "varfarina"]
+    assert [t for t in terms if medical(t)] == terms  # every one is rare in all four languages
+    assert [t for t in terms if named(t)] == ["clopidogrel", "varfarina"]
+    # the same question against an English card: rare Portuguese words are no names
+    assert missing_medical(terms, vocab, same_language=False) == ("clopidogrel",)
+    assert missing_medical(terms, vocab) == ("bochechar", "inalador", "clopidogrel")
 
 
 def test_only_medicine_and_procedure_shaped_words_can_veto_a_card() -> None:
