@@ -8,20 +8,25 @@ question is about and whether the card says anything about it (the signals are i
 
 * **A veto.** A salient term of the question shaped like a medicine, test or procedure name
   (clopidogrel, appendectomy, HbA1c), matched across spellings and languages, must be in the
-  card; a card without it cannot answer, whatever it scores.
+  card; a card without it cannot answer, whatever it scores. Across languages only names
+  count (:func:`cardrag.app.terms.named`): "bochechar" is rare, but an English card says
+  "rinse".
 * **A calibrated score** for the other cards: a logistic combination of :data:`FEATURES`
   (the card's similarity, its closest sentence, the mean similarity of all its sentences, and,
   when question and card share a language, how much of the question's wording it covers),
-  fitted per embedding model on the tuning part of the golden and uncovered questions
-  (``python -m cardrag.evals.answerability --write``).
+  fitted per embedding model on the tuning part of the answerable (golden, and golden asked in
+  Portuguese, Spanish and Italian) and uncovered questions
+  (``python -m cardrag.evals.answerability --write``). A card in the question's language and a
+  card in another language are scored by two calibrations (:class:`Calibrations`): across
+  languages the lexical signals abstain and similarities run lower.
 
   The mean sentence helps tell "a card that answers" from "a card about the same medicine":
   a question the card does not answer ("Do statins reduce the risk of cancer?") finds one
   sentence that shares its words ("reduce the risk of heart attacks") in a card that is, as a
   whole, about something else.
 
-A card passes when the veto does not apply and its answerability reaches the model's
-threshold; a model without a calibration is graded by the veto alone.
+A card passes when the veto does not apply and its answerability reaches the threshold of its
+calibration; a model without a calibration is graded by the veto alone.
 """
 
 from __future__ import annotations
@@ -48,30 +53,31 @@ from cardrag.app.vectors import Vectors, dot
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.matched import MatchedCard
 
-FEATURES = (
-    "score",
-    "sentence",
-    "coverage",
-    "same_language",
-    "soft_missing",
-    "aspect",
-    "mean_sentence",
-)
-"""The signals the answerability score combines, in the calibration's order."""
+SAME_LANGUAGE = "same_language"
+"""Calibration for a card in the question's language: dense and lexical signals."""
+ACROSS_LANGUAGES = "across_languages"
+"""Calibration for a card in another language than the question's: dense signals only."""
+FEATURES = {
+    SAME_LANGUAGE: ("score", "sentence", "coverage", "soft_missing", "aspect", "mean_sentence"),
+    ACROSS_LANGUAGES: ("score", "sentence", "soft_missing", "mean_sentence"),
+}
+"""The signals each calibration combines, in its order (:func:`card_features` computes all)."""
 CALIBRATION_FILE = Path(__file__).resolve().parent / "calibration.json"
 """Per-model answerability calibrations (``python -m cardrag.evals.answerability --write``)."""
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """A logistic combination of :data:`FEATURES` and its threshold, fitted for one model.
+    """A logistic combination of features and its threshold, fitted for one model.
 
     The dense signals live on each embedding model's own scale, so a calibration belongs to
-    the model it was fitted with (on the tuning part of the golden and uncovered cases).
+    the model it was fitted with (on the tuning part of the answerable and uncovered cases).
     """
 
     model: str
     """The embedding model the dense features come from."""
+    features: tuple[str, ...]
+    """The features it combines, in the order of ``mean``, ``scale`` and ``weights``."""
     mean: tuple[float, ...]
     """Feature means on the tuning part (standardisation)."""
     scale: tuple[float, ...]
@@ -85,33 +91,66 @@ class Calibration:
 
     def answerability(self, features: dict[str, float]) -> float:
         """The logit that the card answers the question (higher: more likely)."""
-        values = [features[name] for name in FEATURES]
+        values = [features[name] for name in self.features]
         return self.bias + sum(
             w * (v - m) / s
             for w, v, m, s in zip(self.weights, values, self.mean, self.scale, strict=True)
         )
 
+    def margin(self, features: dict[str, float]) -> float:
+        """How far the card's answerability is above (+) or below (-) the threshold."""
+        return self.answerability(features) - self.threshold
 
-def load_calibration(model: str, path: Path = CALIBRATION_FILE) -> Calibration | None:
-    """The calibration fitted for ``model``, or None (grading then uses the salient terms only)."""
+
+@dataclass(frozen=True)
+class Calibrations:
+    """A model's two calibrations: cards in the question's language, and in another.
+
+    Across languages the lexical signals abstain and the dense ones run on a lower scale
+    (a Portuguese question is less similar to the English card that answers it than the same
+    question in English), so the two are fitted and thresholded apart.
+    """
+
+    same_language: Calibration
+    """For a card in the question's language."""
+    across_languages: Calibration
+    """For a card in another language."""
+
+    def of(self, same_language: bool) -> Calibration:
+        """The calibration for a (question, card) pair."""
+        return self.same_language if same_language else self.across_languages
+
+
+def load_calibration(model: str, path: Path = CALIBRATION_FILE) -> Calibrations | None:
+    """The calibrations fitted for ``model``, or None (grading then uses the salient terms only).
+
+    Raises:
+        ValueError: naming the file and field, when the stored calibration was fitted for
+            other features than grading computes.
+    """
     if not path.is_file():
         return None
     entry = json.loads(path.read_text(encoding="utf-8")).get(model)
     if entry is None:
         return None
-    if tuple(entry.get("features", ())) != FEATURES:
-        raise ValueError(
-            f"{path}: {model}.features is {entry.get('features')}, grading computes "
-            f"{list(FEATURES)}; refit it (python -m cardrag.evals.answerability --write)"
+    fitted = {}
+    for relation, names in FEATURES.items():
+        part = entry.get(relation) or {}
+        if tuple(part.get("features", ())) != names:
+            raise ValueError(
+                f"{path}: {model}.{relation}.features is {part.get('features')}, grading "
+                f"computes {list(names)}; refit it (python -m cardrag.evals.answerability --write)"
+            )
+        fitted[relation] = Calibration(
+            model=model,
+            features=names,
+            mean=tuple(part["mean"]),
+            scale=tuple(part["scale"]),
+            weights=tuple(part["weights"]),
+            bias=float(part["bias"]),
+            threshold=float(part["threshold"]),
         )
-    return Calibration(
-        model=model,
-        mean=tuple(entry["mean"]),
-        scale=tuple(entry["scale"]),
-        weights=tuple(entry["weights"]),
-        bias=float(entry["bias"]),
-        threshold=float(entry["threshold"]),
-    )
+    return Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
 
 
 def card_features(
@@ -131,8 +170,8 @@ def card_features(
     """
     vocab = vocabulary(card_text)
     missing = missing_terms(terms, vocab)
-    hard = missing_medical(terms, vocab)
     same = question_lang == card_lang
+    hard = missing_medical(terms, vocab, same)
     features = {
         "score": score,
         "sentence": max(sentences, default=0.0),
@@ -159,24 +198,31 @@ class Grade:
     answerable: bool
     """Whether the card can answer the question (it is kept for the answer)."""
     answerability: float | None
-    """The calibrated score (None without a calibration, or when a medical term is missing)."""
+    """How far its calibrated score is above (+) or below (-) the threshold (None without a
+    calibration, or when a medical term is missing)."""
     missing: tuple[str, ...]
     """Medicine, test or procedure names in the question that the card never mentions."""
+    same_language: bool = True
+    """Whether the card is in the question's language."""
 
 
 def grade_card(
     features: dict[str, float],
     missing: tuple[str, ...],
     card_id: str,
-    calibration: Calibration | None,
+    calibrations: Calibrations | None,
 ) -> Grade:
-    """A card fails when it lacks a medical term of the question, or scores below threshold."""
+    """A card fails when it lacks a medical term of the question, or scores below threshold.
+
+    The calibration is the one for the pair's languages (``features["same_language"]``).
+    """
+    same = features.get("same_language", 1.0) == 1.0
     if missing:
-        return Grade(card_id, answerable=False, answerability=None, missing=missing)
-    if calibration is None:
-        return Grade(card_id, answerable=True, answerability=None, missing=())
-    value = calibration.answerability(features)
-    return Grade(card_id, value >= calibration.threshold, value, ())
+        return Grade(card_id, False, None, missing, same)
+    if calibrations is None:
+        return Grade(card_id, True, None, (), same)
+    margin = calibrations.of(same).margin(features)
+    return Grade(card_id, margin >= 0, margin, (), same)
 
 
 def refusal_reason(grades: Sequence[Grade], titles: dict[str, str]) -> str:
@@ -192,6 +238,11 @@ def refusal_reason(grades: Sequence[Grade], titles: dict[str, str]) -> str:
     if everywhere:
         return f"No card mentions {' or '.join(everywhere)}."
     title = titles.get(grades[0].card_id, grades[0].card_id)
+    if not grades[0].same_language:
+        return (
+            f'The closest card, "{title}", is written in another language than the question '
+            "and does not clearly answer it."
+        )
     return f'The closest card, "{title}", does not answer this question.'
 
 
@@ -207,8 +258,8 @@ class Grader:
 
     vectors: Vectors
     """Question and sentence vectors (shared with the extractive answerer)."""
-    calibration: Calibration | None
-    """The model's calibration; None grades by salient terms only."""
+    calibration: Calibrations | None
+    """The model's calibrations; None grades by salient terms only."""
 
     def __call__(self, question: str, docs: Sequence[Document]) -> list[Grade]:
         """One :class:`Grade` per retrieved card, in the retriever's order."""
@@ -220,19 +271,14 @@ class Grader:
         for doc in docs:
             card = MatchedCard.from_document(doc)
             text = f"{card.title}\n{card.text}"
-            vetoed = missing_medical(terms, vocabulary(text))
+            card_language = str(doc.metadata.get(md.LANGUAGE) or text_language(card.text))
+            vetoed = missing_medical(terms, vocabulary(text), language == card_language)
             if vetoed:  # fails whatever it scores: no feature (no sentence embedding) needed
-                grades.append(Grade(card.id, answerable=False, answerability=None, missing=vetoed))
+                grades.append(Grade(card.id, False, None, vetoed, language == card_language))
                 continue
             sentences = sentence_similarities(self.vectors, qv, card.text) if needs_dense else []
             features, _ = card_features(
-                question,
-                terms,
-                language,
-                text,
-                str(doc.metadata.get(md.LANGUAGE) or text_language(card.text)),
-                card.score,
-                sentences,
+                question, terms, language, text, card_language, card.score, sentences
             )
             grades.append(grade_card(features, (), card.id, self.calibration))
         return grades

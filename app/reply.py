@@ -39,7 +39,8 @@ class RetrievedCard(BaseModel):
     ordering_score: float | None = None
     """The score that ordered the cards (reciprocal rank fusion), where rankings were fused."""
     answerability: float | None = None
-    """Grading's calibrated score for this card (None where it was not computed)."""
+    """How far grading's calibrated score for this card is above (+) or below (-) its threshold
+    (None where it was not computed)."""
     matched_child_id: str
     """Id of the child chunk that matched."""
     matched_passage: str

@@ -5,16 +5,18 @@
 1. Questions: the golden cases (answerable; their ``must_cite_one_of`` cards are the ones that
    answer), ``evals/cases/uncovered.jsonl`` (in-domain questions no card answers, four
    languages, five kinds) and, when ``../shared`` is present, a seeded sample of PubMedQA
-   questions (English research questions no card answers).
+   questions (English research questions no card answers); ``evals/cases/translated.jsonl``
+   (golden questions asked in Portuguese, Spanish and Italian: answerable, across languages).
 2. Each question is retrieved on the shipped cards with the configured settings, the
    similarity gate off, and every retrieved card's grading features are computed
    (:func:`cardrag.app.grading.card_features`).
 3. The questions are split into a tuning and a held-out part, stratified by source, language
-   and kind, with :func:`cardrag.evals.split.split`'s seed. A logistic model of the features
-   is fitted on the tuning part only (answering cards against cards retrieved for uncovered
-   questions), and its threshold is the highest that refuses at most
-   :data:`FALSE_REFUSAL_BUDGET` of the tuning part's golden questions, less
-   :data:`THRESHOLD_MARGIN`.
+   and kind, with :func:`cardrag.evals.split.split`'s seed. Two logistic models are fitted on
+   the tuning part only (answering cards against cards retrieved for uncovered questions):
+   one for cards in the question's language, one for cards in another. The first's threshold
+   refuses at most :data:`FALSE_REFUSAL_BUDGET` of the answerable questions; the second's
+   refuses at least :data:`ACROSS_REFUSAL_TARGET` of the uncovered ones (each with
+   :data:`THRESHOLD_MARGIN` to spare).
 4. The held-out part is then scored once, for the report: the AUROC of each signal alone and
    of the combination, and the refusal rates per language and kind.
 """
@@ -26,7 +28,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +38,18 @@ from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
 from cardrag.app.grading import (
+    ACROSS_LANGUAGES,
     CALIBRATION_FILE,
     FEATURES,
+    SAME_LANGUAGE,
     Calibration,
+    Calibrations,
     card_features,
     sentence_similarities,
 )
 from cardrag.app.terms import question_language, salient_terms, text_language
 from cardrag.app.vectors import Vectors
-from cardrag.evals.cases import GOLDEN, load_golden_cases, load_uncovered
+from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load_uncovered
 from cardrag.evals.split import split
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
@@ -54,10 +59,18 @@ PUBMED_SAMPLE = 200
 """PubMedQA questions sampled (seeded) for the uncovered side."""
 SEED = 7
 FALSE_REFUSAL_BUDGET = 0.02
-"""Share of the tuning part's golden questions the threshold may refuse (2 of 88 overall)."""
+"""Share of the tuning part's answerable questions (in the cards' language) the same-language
+threshold may refuse (2 of 88 golden overall)."""
+ACROSS_REFUSAL_TARGET = 0.9
+"""Share of the tuning part's uncovered questions asked in another language than the cards'
+that the across-languages threshold refuses. Issue 17 asks at least 80 % in each language;
+5-fold cross-validation on the tuning part gave 82 / 82 / 86 % (pt / es / it) on the folds
+left out at a target of 0.85, 83 / 90 / 90 % at 0.9, so 0.9 leaves the margin. Across
+languages the offline signals separate less well, so this threshold is set from the uncovered
+side, and what it costs answerable questions is measured and reported (``translated``)."""
 THRESHOLD_MARGIN = 0.05
-"""Logit units the threshold sits below the last golden question it keeps, so a CPU whose
-kernels move a score by a few 1e-4 does not flip that question (issue 16)."""
+"""Logit units the threshold sits away from the last question it keeps (or refuses), so a CPU
+whose kernels move a score by a few 1e-4 does not flip that question (issue 16)."""
 L2 = 1.0
 """Ridge penalty of the logistic fit (standardised features)."""
 
@@ -95,6 +108,18 @@ def questions(pubmed: Path | None = PUBMEDQA, sample: int = PUBMED_SAMPLE) -> li
             c.must_cite_one_of,
         )
         for c in load_golden_cases(GOLDEN)
+    ]
+    out += [
+        Question(
+            f"translated:{t.query_id}",
+            t.query,
+            True,
+            "translated",
+            t.language,
+            t.kind,
+            t.must_cite_one_of,
+        )
+        for t in load_translated()
     ]
     out += [
         Question(f"uncovered:{u.query_id}", u.query, False, "uncovered", u.language, u.kind)
@@ -144,11 +169,20 @@ def featurise(
     return out
 
 
+SPLIT_GROUPS = (("golden", "pubmedqa", "uncovered"), ("translated",))
+"""Sources split together, each group with its own seeded shuffle. A source added later is a
+group of its own, so the questions already split keep their parts (one shuffle over every
+stratum would move them all)."""
+
+
 def held_out_ids(qs: Sequence[Question]) -> set[str]:
     """The held-out part's ids: :func:`cardrag.evals.split.split` by source, language, kind."""
-    strata = {q.qid: f"{q.source}|{q.language}|{q.kind}" for q in qs}
-    _, held_out = split([q.qid for q in qs], strata)
-    return set(held_out)
+    held: set[str] = set()
+    for group in SPLIT_GROUPS:
+        members = [q for q in qs if q.source in group]
+        strata = {q.qid: f"{q.source}|{q.language}|{q.kind}" for q in members}
+        held.update(split([q.qid for q in members], strata)[1])
+    return held
 
 
 def parts(scored: Sequence[Scored]) -> tuple[list[Scored], list[Scored]]:
@@ -159,25 +193,40 @@ def parts(scored: Sequence[Scored]) -> tuple[list[Scored], list[Scored]]:
     ]
 
 
-def training_rows(scored: Sequence[Scored]) -> tuple[np.ndarray, np.ndarray]:
-    """Features and labels of the cards the fit learns from.
+def relation_part(scored: Sequence[Scored], relation: str) -> list[Scored]:
+    """The questions with their cards of one language relation only.
 
-    Positive: a golden question's answering card. Negative: every card retrieved for an
-    uncovered question. Other cards of golden questions are left out (they may answer in
+    ``relation`` is ``SAME_LANGUAGE`` or ``ACROSS_LANGUAGES``; a question with no such card is
+    left out.
+    """
+    same = relation == SAME_LANGUAGE
+    out = []
+    for s in scored:
+        cards = [c for c in s.cards if (c[1]["same_language"] == 1.0) == same]
+        if cards:
+            out.append(Scored(s.question, cards))
+    return out
+
+
+def training_rows(scored: Sequence[Scored], relation: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features (of ``FEATURES[relation]``) and labels of the cards the fit learns from.
+
+    Positive: an answerable question's answering card. Negative: every card retrieved for an
+    uncovered question. Other cards of answerable questions are left out (they may answer in
     part); so are cards lacking a medical term of the question (grading drops them anyway).
     """
     x: list[list[float]] = []
     y: list[int] = []
-    for s in scored:
+    for s in relation_part(scored, relation):
         for card_id, feats, missing in s.cards:
             if missing or (s.question.answerable and card_id not in s.question.answers):
                 continue
-            x.append([feats[name] for name in FEATURES])
+            x.append([feats[name] for name in FEATURES[relation]])
             y.append(int(s.question.answerable))
     return np.array(x), np.array(y)
 
 
-def fit(x: np.ndarray, y: np.ndarray, model: str) -> Calibration:
+def fit(x: np.ndarray, y: np.ndarray, model: str, features: tuple[str, ...]) -> Calibration:
     """Ridge logistic regression on standardised features (Newton's method), no threshold."""
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -187,20 +236,41 @@ def fit(x: np.ndarray, y: np.ndarray, model: str) -> Calibration:
         p = 1 / (1 + np.exp(-a @ w))
         hessian = a.T @ (a * (p * (1 - p))[:, None]) + L2 * np.eye(len(w))
         w -= np.linalg.solve(hessian, a.T @ (p - y) + L2 * w)
-    return Calibration(model, tuple(mean), tuple(scale), tuple(w[:-1]), float(w[-1]), 0.0)
+    return Calibration(model, features, tuple(mean), tuple(scale), tuple(w[:-1]), float(w[-1]), 0.0)
 
 
-def question_score(s: Scored, calibration: Calibration) -> float:
-    """The best answerability over the question's cards (-inf when every card lacks a term)."""
+def question_score(s: Scored, calibrations: Calibrations) -> float:
+    """The best margin over the question's cards, each against its own calibration's threshold.
+
+    Answered when >= 0; -inf when every card lacks a term.
+    """
+    values = [
+        calibrations.of(f["same_language"] == 1.0).margin(f)
+        for _, f, missing in s.cards
+        if not missing
+    ]
+    return max(values, default=float("-inf"))
+
+
+def best_answerability(s: Scored, calibration: Calibration) -> float:
+    """The best logit of one calibration over the question's cards (-inf: every card vetoed)."""
     values = [calibration.answerability(f) for _, f, missing in s.cards if not missing]
     return max(values, default=float("-inf"))
 
 
-def choose_threshold(tuning: Sequence[Scored], calibration: Calibration) -> float:
-    """The highest threshold refusing at most the budgeted share of tuning golden questions."""
-    golden = sorted(question_score(s, calibration) for s in tuning if s.question.answerable)
-    allowed = int(FALSE_REFUSAL_BUDGET * len(golden))
-    return golden[allowed] - THRESHOLD_MARGIN
+def choose_threshold(part: Sequence[Scored], calibration: Calibration, relation: str) -> float:
+    """The threshold of one calibration, from its part of the tuning questions.
+
+    Same language: the highest that refuses at most :data:`FALSE_REFUSAL_BUDGET` of the
+    answerable questions. Across languages: the lowest that refuses at least
+    :data:`ACROSS_REFUSAL_TARGET` of the uncovered questions.
+    """
+    if relation == SAME_LANGUAGE:
+        kept = sorted(best_answerability(s, calibration) for s in part if s.question.answerable)
+        return kept[int(FALSE_REFUSAL_BUDGET * len(kept))] - THRESHOLD_MARGIN
+    refused = sorted(best_answerability(s, calibration) for s in part if not s.question.answerable)
+    index = min(int(ACROSS_REFUSAL_TARGET * len(refused)), len(refused) - 1)
+    return refused[index] + THRESHOLD_MARGIN
 
 
 def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
@@ -228,17 +298,18 @@ SIGNALS: dict[str, Any] = {
 """Each signal alone, as a question-level score (higher: more answerable)."""
 
 
-def evaluate(held_out: Sequence[Scored], calibration: Calibration) -> dict[str, Any]:
+def evaluate(held_out: Sequence[Scored], calibrations: Calibrations) -> dict[str, Any]:
     """The held-out figures: AUROCs, refusal rates by source, language and kind."""
     pos = [s for s in held_out if s.question.answerable]
     neg = [s for s in held_out if not s.question.answerable]
     aurocs = {name: auroc([f(s) for s in pos], [f(s) for s in neg]) for name, f in SIGNALS.items()}
     aurocs["combined (grading)"] = auroc(
-        [question_score(s, calibration) for s in pos], [question_score(s, calibration) for s in neg]
+        [question_score(s, calibrations) for s in pos],
+        [question_score(s, calibrations) for s in neg],
     )
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for s in held_out:
-        refused = int(question_score(s, calibration) < calibration.threshold)
+        refused = int(question_score(s, calibrations) < 0)
         q = s.question
         for key in (q.source, f"{q.source} {q.language}", f"{q.source} {q.kind}"):
             counts[key][0] += 1
@@ -256,37 +327,50 @@ def calibrate(
     embeddings: Embeddings,
     model: str,
     k: int,
-) -> tuple[Calibration, dict[str, Any]]:
-    """Fit on the tuning part, threshold on the tuning part, figures on the held-out part."""
+) -> tuple[Calibrations, dict[str, Any]]:
+    """Fit on the tuning part, thresholds on the tuning part, figures on the held-out part."""
     scored = featurise(qs, retriever, embeddings, k)
     tuning, held_out = parts(scored)
-    x, y = training_rows(tuning)
-    fitted = fit(x, y, model)
-    threshold = choose_threshold(tuning, fitted)
-    calibration = Calibration(
-        model, fitted.mean, fitted.scale, fitted.weights, fitted.bias, threshold
-    )
+    fitted = {}
+    for relation, names in FEATURES.items():
+        x, y = training_rows(tuning, relation)
+        calibration = fit(x, y, model, names)
+        threshold = choose_threshold(relation_part(tuning, relation), calibration, relation)
+        fitted[relation] = replace(calibration, threshold=threshold)
+    calibrations = Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
     report = {
         "tuning_questions": len(tuning),
         "held_out_questions": len(held_out),
-        "weights": dict(zip(FEATURES, (round(w, 3) for w in calibration.weights), strict=True)),
-        "threshold": round(threshold, 3),
-        "held_out": evaluate(held_out, calibration),
-        "tuning": evaluate(tuning, calibration)["refusal"],
+        "calibrations": {
+            relation: {
+                "weights": dict(zip(c.features, (round(w, 3) for w in c.weights), strict=True)),
+                "threshold": round(c.threshold, 3),
+            }
+            for relation, c in fitted.items()
+        },
+        "held_out": evaluate(held_out, calibrations),
+        "tuning": evaluate(tuning, calibrations)["refusal"],
     }
-    return calibration, report
+    return calibrations, report
 
 
-def write_calibration(calibration: Calibration, path: Path = CALIBRATION_FILE) -> None:
-    """Store (or replace) one model's calibration in the app's calibration file."""
+def write_calibration(calibrations: Calibrations, path: Path = CALIBRATION_FILE) -> None:
+    """Store (or replace) one model's calibrations in the app's calibration file."""
     stored = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    stored[calibration.model] = {
-        "mean": [round(v, 6) for v in calibration.mean],
-        "scale": [round(v, 6) for v in calibration.scale],
-        "weights": [round(v, 6) for v in calibration.weights],
-        "bias": round(calibration.bias, 6),
-        "threshold": round(calibration.threshold, 6),
-        "features": list(FEATURES),
+    pairs = (
+        (SAME_LANGUAGE, calibrations.same_language),
+        (ACROSS_LANGUAGES, calibrations.across_languages),
+    )
+    stored[calibrations.same_language.model] = {
+        relation: {
+            "features": list(c.features),
+            "mean": [round(v, 6) for v in c.mean],
+            "scale": [round(v, 6) for v in c.scale],
+            "weights": [round(v, 6) for v in c.weights],
+            "bias": round(c.bias, 6),
+            "threshold": round(c.threshold, 6),
+        }
+        for relation, c in pairs
     }
     path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -311,13 +395,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cardrag-answerability-") as tmp:
         cards = [c.to_document() for c in load_cards(settings.cards_dir)]
         retriever = build(cards, embeddings, settings, Path(tmp))
-        calibration, report = calibrate(
+        calibrations, report = calibrate(
             questions(), retriever, embeddings, settings.embedding_model, settings.k
         )
     print(json.dumps(report, indent=2))
     if args.write:
-        write_calibration(calibration)
-        print(f"calibration for {calibration.model} written to {CALIBRATION_FILE}")
+        write_calibration(calibrations)
+        print(f"calibrations for {settings.embedding_model} written to {CALIBRATION_FILE}")
     return 0
 
 
@@ -326,29 +410,36 @@ if __name__ == "__main__":
 
 
 def refusals(qs: Sequence[Question], ask: Any) -> dict[str, Any]:
-    """Refusal rates of the uncovered questions through the app (``ask(text) -> Reply``).
+    """Refusal rates through the app (``ask(text) -> Reply``), on the held-out part and on all.
 
-    Rates per source, language and kind, on the held-out part and on every question.
+    Uncovered and PubMedQA questions (refusing is right) and translated golden questions
+    (refusing is a false refusal; golden's own are in the app figures), per source, language
+    and kind. Examples: held-out uncovered questions answered, translated ones refused.
     """
     held = held_out_ids(qs)
     counts: dict[str, dict[str, list[int]]] = {"held_out": defaultdict(lambda: [0, 0])}
     counts["all"] = defaultdict(lambda: [0, 0])
     examples: list[dict[str, str]] = []
-    for q in tqdm(qs, desc="uncovered answers", unit="q", leave=False, disable=None):
-        if q.answerable:
+    refused_examples: list[dict[str, str]] = []
+    for q in tqdm(qs, desc="refusals", unit="q", leave=False, disable=None):
+        if q.source == "golden":
             continue
         reply = ask(q.text)
         for part in ("all", "held_out") if q.qid in held else ("all",):
             for key in (q.source, f"{q.source} {q.language}", f"{q.source} {q.kind}"):
                 counts[part][key][0] += 1
                 counts[part][key][1] += int(reply.refused)
-        if not reply.refused and q.qid in held:
+        if q.qid not in held:
+            continue
+        if not q.answerable and not reply.refused:
             cited = [c.id for c in reply.citations]
             examples.append({"question": q.text, "cited": ", ".join(cited)})
+        elif q.answerable and reply.refused:
+            refused_examples.append({"question": q.text, "reason": reply.refusal_reason or ""})
     return {
         part: {
             key: {"questions": n, "refused": r, "rate": round(r / n, 3)}
             for key, (n, r) in sorted(table.items())
         }
         for part, table in counts.items()
-    } | {"answered_held_out": examples}
+    } | {"answered_held_out": examples, "refused_held_out": refused_examples}

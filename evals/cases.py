@@ -15,6 +15,7 @@ GOLDEN = CASES_DIR / "golden.jsonl"
 REDTEAM = CASES_DIR / "redteam.jsonl"
 REDTEAM_CARDS = CASES_DIR / "redteam_cards"
 UNCOVERED = CASES_DIR / "uncovered.jsonl"
+TRANSLATED = CASES_DIR / "translated.jsonl"
 
 
 class GoldenCase(BaseModel):
@@ -100,6 +101,28 @@ class UncoveredCase(BaseModel):
 def load_uncovered(path: Path = UNCOVERED) -> list[UncoveredCase]:
     """Uncovered cases from a JSONL file."""
     return [UncoveredCase.model_validate(row) for row in _jsonl(path)]
+
+
+class TranslatedCase(BaseModel):
+    """A golden question asked in Portuguese, Spanish or Italian (the cards are in English)."""
+
+    query_id: str
+    """Stable id, ``tNNN``."""
+    query: str
+    """The question, as a patient would ask it in that language."""
+    language: str
+    """ISO 639-1 code of the question."""
+    translates: str
+    """The golden case it asks again (``gNNN``)."""
+    must_cite_one_of: list[str]
+    """The golden case's cards (any one of them answers)."""
+    kind: str
+    """The golden case's kind."""
+
+
+def load_translated(path: Path = TRANSLATED) -> list[TranslatedCase]:
+    """Translated golden cases from a JSONL file."""
+    return [TranslatedCase.model_validate(row) for row in _jsonl(path)]
 
 
 def redteam_failures(exp: Expectation, reply: Reply, restricted_ids: Iterable[str]) -> list[str]:

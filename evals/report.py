@@ -107,8 +107,10 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
     """Grading's figures: AUROC per signal, refusal rates on the held-out part and on all."""
     lines = [
         "",
-        "Answerability (issue 17): golden questions are answerable; uncovered and PubMedQA "
-        "questions are not. Held-out part of `evals/answerability.py`'s split.",
+        "Answerability (issue 17): golden questions, and golden questions asked in Portuguese, "
+        "Spanish and Italian (`translated`), are answerable; uncovered and PubMedQA questions "
+        "are not. For `translated` the refused share is a false refusal rate. Held-out part of "
+        "`evals/answerability.py`'s split.",
         "",
         "| signal | held-out AUROC |",
         "|---|---|",
@@ -125,6 +127,10 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
     if answered:
         lines += ["", "Held-out uncovered questions still answered:", ""]
         lines += [f"- {a['question']} (cited {a['cited'] or 'nothing'})" for a in answered]
+    refused = refusal.get("refused_held_out", [])
+    if refused:
+        lines += ["", "Held-out translated questions refused:", ""]
+        lines += [f"- {r['question']} ({r['reason']})" for r in refused]
     return lines
 
 

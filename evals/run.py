@@ -222,14 +222,19 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             problems.append(f"{name} {value} outside the {bound} {floor}")
     graded = report.get("answerability", {})
     held = graded.get("refusal", {}).get("held_out", {})
-    for key, floor in thresholds.get("answerability", {}).items():
-        if key == "auroc_min":
+    for key, bound in thresholds.get("answerability", {}).items():
+        name, _, side = key.rpartition("_")
+        if name == "auroc":
             value = graded.get("held_out_auroc", {}).get("combined (grading)")
-        else:  # "<source>[_<language or kind>]_min": a held-out refusal rate
-            source, _, within = key.removesuffix("_min").partition("_")
+        else:  # "<source>[_<language or kind>]_min|max": a held-out refusal rate
+            source, _, within = name.partition("_")
             value = held.get(f"{source} {within}" if within else source, {}).get("rate")
-        if value is not None and value < floor:
-            problems.append(f"answerability {key.removesuffix('_min')} {value} below {floor}")
+        if value is None:
+            continue
+        if side == "min" and value < bound:
+            problems.append(f"answerability {name} {value} below {bound}")
+        if side == "max" and value > bound:
+            problems.append(f"answerability {name} {value} above {bound}")
     problems += [
         f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
         for r in report["redteam"]["results"]

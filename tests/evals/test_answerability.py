@@ -1,25 +1,30 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cardrag.app.grading import FEATURES
+from cardrag.app.grading import ACROSS_LANGUAGES, FEATURES, SAME_LANGUAGE, Calibrations
 from cardrag.evals.answerability import (
+    ACROSS_REFUSAL_TARGET,
     THRESHOLD_MARGIN,
     Question,
     Scored,
     auroc,
+    best_answerability,
     choose_threshold,
     fit,
+    held_out_ids,
     parts,
     question_score,
     questions,
+    relation_part,
     training_rows,
 )
-from cardrag.evals.cases import load_uncovered
+from cardrag.evals.cases import load_golden_cases, load_translated, load_uncovered
 from cardrag.ingest.cards import load_cards
 from tests.conftest import CARDS_DIR
 
@@ -42,14 +47,29 @@ def test_the_uncovered_set_is_what_issue_17_asks_for() -> None:
     assert len({c.query for c in cases}) == len(cases)
 
 
-def test_questions_without_shared_are_golden_and_uncovered(tmp_path: Path) -> None:
+def test_the_translated_set_asks_golden_questions_in_our_other_languages() -> None:
+    golden = {c.query_id: c for c in load_golden_cases()}
+    cases = load_translated()
+    assert len(cases) == 130
+    assert Counter(c.language for c in cases) == {"pt": 44, "es": 43, "it": 43}
+    for case in cases:
+        assert case.must_cite_one_of == golden[case.translates].must_cite_one_of
+        assert case.kind == golden[case.translates].kind
+    assert len({c.query for c in cases}) == len(cases)
+    assert len({(c.language, c.translates) for c in cases}) == len(cases)
+
+
+def test_questions_without_shared_are_golden_translated_and_uncovered(tmp_path: Path) -> None:
     qs = questions(pubmed=tmp_path)  # an empty folder: no PubMedQA
-    assert Counter(q.source for q in qs) == {"golden": 88, "uncovered": 160}
-    assert all(q.answerable == (q.source == "golden") for q in qs)
+    assert Counter(q.source for q in qs) == {"golden": 88, "translated": 130, "uncovered": 160}
+    assert all(q.answerable == (q.source in ("golden", "translated")) for q in qs)
 
 
-def _scored(qid: str, answerable: bool, score: float, card: str = "c") -> Scored:
-    feats = dict.fromkeys(FEATURES, 0.0) | {"score": score}
+def _scored(
+    qid: str, answerable: bool, score: float, card: str = "c", same_language: bool = True
+) -> Scored:
+    feats = {name: 0.0 for names in FEATURES.values() for name in names}
+    feats |= {"score": score, "same_language": float(same_language)}
     q = Question(qid, qid, answerable, "golden" if answerable else "uncovered", "en", "k", [card])
     return Scored(q, [(card, feats, ())])
 
@@ -57,14 +77,33 @@ def _scored(qid: str, answerable: bool, score: float, card: str = "c") -> Scored
 def test_the_fit_learns_that_higher_similarity_means_answerable() -> None:
     scored = [_scored(f"g{i}", True, 0.9 + i / 100) for i in range(5)]
     scored += [_scored(f"u{i}", False, 0.7 + i / 100) for i in range(5)]
-    x, y = training_rows(scored)
-    assert x.shape == (10, len(FEATURES))
+    scored += [_scored("x", False, 0.1, same_language=False)]  # the other calibration's
+    x, y = training_rows(scored, SAME_LANGUAGE)
+    assert x.shape == (10, len(FEATURES[SAME_LANGUAGE]))
     assert y.tolist() == [1] * 5 + [0] * 5
-    calibration = fit(x, y, "fake")
-    assert calibration.weights[FEATURES.index("score")] > 0
-    threshold = choose_threshold(scored, calibration)
-    lowest_golden = question_score(scored[0], calibration)
+    calibration = fit(x, y, "fake", FEATURES[SAME_LANGUAGE])
+    assert calibration.weights[FEATURES[SAME_LANGUAGE].index("score")] > 0
+    part = relation_part(scored, SAME_LANGUAGE)
+    assert len(part) == 10
+    threshold = choose_threshold(part, calibration, SAME_LANGUAGE)
+    lowest_golden = best_answerability(scored[0], calibration)
     assert threshold == pytest.approx(lowest_golden - THRESHOLD_MARGIN)  # 2% of 5: none refused
+
+
+def test_across_languages_the_threshold_refuses_the_target_share_of_uncovered() -> None:
+    scored = [_scored(f"t{i}", True, 0.9, same_language=False) for i in range(5)]
+    scored += [_scored(f"u{i}", False, 0.70 + i / 200, same_language=False) for i in range(20)]
+    x, y = training_rows(scored, ACROSS_LANGUAGES)
+    assert x.shape == (25, len(FEATURES[ACROSS_LANGUAGES]))
+    calibration = fit(x, y, "fake", FEATURES[ACROSS_LANGUAGES])
+    threshold = choose_threshold(scored, calibration, ACROSS_LANGUAGES)
+    assert ACROSS_REFUSAL_TARGET == 0.9
+    nineteenth = best_answerability(scored[5 + 18], calibration)  # int(0.9 x 20) = 18
+    assert threshold == pytest.approx(nineteenth + THRESHOLD_MARGIN)
+    across = replace(calibration, threshold=threshold)
+    calibrations = Calibrations(across, across)
+    refused = [question_score(s, calibrations) < 0 for s in scored]
+    assert refused == [False] * 5 + [True] * 19 + [False]  # 19 of 20 uncovered: >= 90 %
 
 
 def test_cards_lacking_a_medical_term_and_other_golden_cards_are_not_trained_on() -> None:
@@ -72,7 +111,7 @@ def test_cards_lacking_a_medical_term_and_other_golden_cards_are_not_trained_on(
     vetoed.cards = [("c", vetoed.cards[0][1], ("apixaban",))]
     other = _scored("g", True, 0.9, card="right")
     other.cards = [("wrong", other.cards[0][1], ())]
-    x, y = training_rows([vetoed, other])
+    x, y = training_rows([vetoed, other], SAME_LANGUAGE)
     assert x.shape[0] == 0
     assert y.shape[0] == 0
 
@@ -89,3 +128,14 @@ def test_the_split_is_stratified_and_reproducible() -> None:
     assert (len(tuning), len(held_out)) == (14, 6)
     assert sum(s.question.answerable for s in held_out) == 3  # each stratum 30 %
     assert [s.question.qid for s in parts(scored)[1]] == [s.question.qid for s in held_out]
+
+
+def test_adding_the_translated_questions_moved_no_other_question_between_parts(
+    tmp_path: Path,
+) -> None:
+    qs = questions(pubmed=tmp_path)
+    without = [q for q in qs if q.source != "translated"]
+    held = held_out_ids(qs)
+    assert held_out_ids(without) == {qid for qid in held if not qid.startswith("translated:")}
+    translated = [qid for qid in held if qid.startswith("translated:")]
+    assert len(translated) == 39  # 30 % of each language and kind

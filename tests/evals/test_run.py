@@ -111,3 +111,31 @@ def test_the_shipped_thresholds_fail_a_real_regression(regression: str) -> None:
     assert "ours recall@1" in problems[0]
     assert "< card-atomic 0.896 minus 0.011" in problems[0]
     assert any("below the floor" in p for p in problems)
+
+
+def test_refusal_rates_are_held_to_floors_and_false_refusals_to_ceilings() -> None:
+    report = _report({}, {})
+    report["answerability"] = {
+        "held_out_auroc": {"combined (grading)": 0.93},
+        "refusal": {
+            "held_out": {
+                "uncovered": {"rate": 0.85},
+                "uncovered en": {"rate": 0.6},
+                "translated": {"rate": 0.51},
+            }
+        },
+    }
+    thresholds = {
+        "answerability": {
+            "auroc_min": 0.95,
+            "uncovered_min": 0.8,
+            "uncovered_en_min": 0.7,
+            "translated_max": 0.5,
+            "uncovered_pt_min": 0.9,  # not measured: not gated
+        }
+    }
+    assert regressions(report, thresholds) == [
+        "answerability auroc 0.93 below 0.95",
+        "answerability uncovered_en 0.6 below 0.7",
+        "answerability translated 0.51 above 0.5",
+    ]
