@@ -16,7 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.grading import Grader, load_calibration
-from cardrag.app.vectors import Vectors
+from cardrag.app.vectors import QuestionCache, Vectors
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.index import Index, current_generation, open_current
 from cardrag.ingest.settings import Settings, default
@@ -58,7 +58,8 @@ class Context:
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
         """Open the current index and build the offline defaults from ``settings``."""
         current_generation(settings)  # a missing store is reported before the model loads
-        embeddings = load_embeddings(settings.embedding_model, settings.threads)
+        # one question cache for the retriever and grading: a question is embedded once
+        embeddings = QuestionCache(load_embeddings(settings.embedding_model, settings.threads))
         index = open_current(settings, embeddings)
         return cls.from_index(index, settings, embeddings, **overrides)
 

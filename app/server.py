@@ -47,6 +47,7 @@ from cardrag.app.context import Context, StaffAccessError, check_staff_access, f
 from cardrag.app.graph import answer, check_question
 from cardrag.app.guard import Guard
 from cardrag.app.reply import Reply
+from cardrag.app.vectors import QuestionCache
 from cardrag.ingest import metadata as md
 from cardrag.ingest.cards import valid_card_id
 from cardrag.ingest.embeddings import load_embeddings
@@ -142,7 +143,8 @@ class Service:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.embeddings = load_embeddings(settings.embedding_model, settings.threads)
+        # one question cache for the retriever and grading: a question is embedded once
+        self.embeddings = QuestionCache(load_embeddings(settings.embedding_model, settings.threads))
         self.served: Served | None = None
         self.retired: Served | None = None
         """The generation served before ``served``: kept open for requests still on it."""

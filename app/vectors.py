@@ -7,6 +7,7 @@ process (cards do not change while an index is served; a new index gets a new co
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -14,6 +15,43 @@ from langchain_core.embeddings import Embeddings
 
 QUESTIONS_KEPT = 256
 """Question vectors kept (most recent first); sentences are kept for the life of the context."""
+
+
+class QuestionCache(Embeddings):
+    """An embedding model that keeps its recent question vectors (most recent first).
+
+    The app hands the same one to the retriever and to :class:`Vectors`, so the retriever,
+    grading and the extractive answerer embed a question once between them.
+
+    Example:
+        >>> model = QuestionCache(embeddings)  # doctest: +SKIP
+        >>> model.embed_query("Can I?") is model.embed_query("Can I?")  # doctest: +SKIP
+        True
+    """
+
+    def __init__(self, model: Embeddings, kept: int = QUESTIONS_KEPT) -> None:
+        """Wrap ``model``, keeping up to ``kept`` question vectors."""
+        self.model = model
+        self.kept = kept
+        self._questions: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """The wrapped model's passage vectors (not kept)."""
+        return self.model.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        """The question's vector, embedded only when it is not among the recent ones."""
+        with self._lock:
+            if text in self._questions:
+                self._questions.move_to_end(text)
+                return self._questions[text]
+        vector = self.model.embed_query(text)
+        with self._lock:
+            self._questions[text] = vector
+            if len(self._questions) > self.kept:
+                self._questions.popitem(last=False)
+        return vector
 
 
 @dataclass
@@ -26,20 +64,17 @@ class Vectors:
     """
 
     embeddings: Embeddings
-    """The model (the retriever's own, so scores are on one scale)."""
-    _questions: OrderedDict[str, list[float]] = field(default_factory=OrderedDict, repr=False)
+    """The model (the retriever's own, so scores are on one scale); wrapped in a
+    :class:`QuestionCache` unless it is one (the app passes the retriever's)."""
     _sentences: dict[str, list[float]] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.embeddings, QuestionCache):
+            self.embeddings = QuestionCache(self.embeddings)
+
     def question(self, text: str) -> list[float]:
-        """The question's vector (``embed_query``)."""
-        if text in self._questions:
-            self._questions.move_to_end(text)
-            return self._questions[text]
-        vector = self.embeddings.embed_query(text)
-        self._questions[text] = vector
-        if len(self._questions) > QUESTIONS_KEPT:
-            self._questions.popitem(last=False)
-        return vector
+        """The question's vector (``embed_query``, kept by the :class:`QuestionCache`)."""
+        return self.embeddings.embed_query(text)
 
     def sentences(self, texts: list[str]) -> list[list[float]]:
         """The sentences' vectors (``embed_documents``), embedding only those not seen yet."""
