@@ -42,12 +42,14 @@ from cardrag.app.extractive import split_sentences
 from cardrag.app.terms import (
     aspect_coverage,
     coverage,
+    mentions,
     missing_medical,
     missing_terms,
     question_language,
     salient_terms,
     text_language,
     vocabulary,
+    without_terms,
 )
 from cardrag.app.vectors import Vectors, dot
 from cardrag.ingest import metadata as md
@@ -59,7 +61,14 @@ ACROSS_LANGUAGES = "across_languages"
 """Calibration for a card in another language than the question's: dense signals only."""
 FEATURES = {
     SAME_LANGUAGE: ("score", "sentence", "coverage", "soft_missing", "aspect", "mean_sentence"),
-    ACROSS_LANGUAGES: ("score", "sentence", "soft_missing", "mean_sentence"),
+    ACROSS_LANGUAGES: (
+        "score",
+        "sentence",
+        "soft_missing",
+        "mean_sentence",
+        "masked_sentence",
+        "masked_mean_sentence",
+    ),
 }
 """The signals each calibration combines, in its order (:func:`card_features` computes all)."""
 CALIBRATION_FILE = Path(__file__).resolve().parent / "calibration.json"
@@ -161,12 +170,15 @@ def card_features(
     card_lang: str,
     score: float,
     sentences: Sequence[float],
+    masked: Sequence[float] | None = None,
 ) -> tuple[dict[str, float], tuple[str, ...]]:
     """The features of one (question, card) pair, and the medical terms the card lacks.
 
     ``sentences`` holds the similarity of each of the card's sentences to the question
-    (:func:`sentence_similarities`). Lexical coverage is measured only when the question and
-    the card share a language; across languages it abstains (0, with ``same_language`` 0).
+    (:func:`sentence_similarities`), ``masked`` to the question without the names the card
+    has (:func:`masked_similarities`; None: the same as ``sentences``). Lexical coverage is
+    measured only when the question and the card share a language; across languages it
+    abstains (0, with ``same_language`` 0).
     """
     vocab = vocabulary(card_text)
     missing = missing_terms(terms, vocab)
@@ -181,12 +193,57 @@ def card_features(
         "aspect": aspect_coverage(question, terms, vocab, card_lang) if same else 0.0,
         "mean_sentence": sum(sentences) / len(sentences) if sentences else 0.0,
     }
+    masked = sentences if masked is None else masked
+    features["masked_sentence"] = max(masked, default=0.0)
+    features["masked_mean_sentence"] = sum(masked) / len(masked) if masked else 0.0
     return features, hard
 
 
 def sentence_similarities(vectors: Vectors, question_vector: list[float], text: str) -> list[float]:
     """The similarity of each sentence of a card's text to the question (sentences cached)."""
     return [dot(question_vector, v) for v in vectors.sentences(split_sentences(text))]
+
+
+def masked_similarities(
+    vectors: Vectors, question: str, terms: Sequence[str], vocab: frozenset[str], text: str
+) -> list[float] | None:
+    """The similarity of each sentence of a card to the question without the names it shares.
+
+    "¿Es seguro tomar ibuprofeno durante la lactancia?" without "ibuprofeno" asks about
+    breastfeeding; the ibuprofen card has no sentence close to that, while the question whole
+    is close to every sentence naming ibuprofen. One more question embedding (cached), so
+    grading computes it only across languages, where no word of the card can be compared.
+    None when the card has none of the question's salient terms.
+    """
+    found = [t for t in terms if mentions(t, vocab)]
+    if not found:
+        return None
+    return sentence_similarities(vectors, vectors.question(without_terms(question, found)), text)
+
+
+def pair_features(
+    vectors: Vectors,
+    question: str,
+    question_vector: list[float],
+    terms: Sequence[str],
+    question_lang: str,
+    card: tuple[str, str, str],
+    score: float,
+) -> tuple[dict[str, float], tuple[str, ...]]:
+    """:func:`card_features` with the sentence similarities they need.
+
+    What the grader and the calibration's fit both compute, for ``card`` = ``(title, text,
+    language)``.
+    """
+    title, text, card_lang = card
+    titled = f"{title}\n{text}"
+    sentences = sentence_similarities(vectors, question_vector, text)
+    masked = None
+    if question_lang != card_lang:
+        masked = masked_similarities(vectors, question, terms, vocabulary(titled), text)
+    return card_features(
+        question, terms, question_lang, titled, card_lang, score, sentences, masked
+    )
 
 
 @dataclass(frozen=True)
@@ -265,20 +322,26 @@ class Grader:
         """One :class:`Grade` per retrieved card, in the retriever's order."""
         terms = salient_terms(question)
         language = question_language(question)
-        needs_dense = self.calibration is not None
-        qv = self.vectors.question(question) if needs_dense else []
+        qv = self.vectors.question(question) if self.calibration is not None else []
         grades = []
         for doc in docs:
             card = MatchedCard.from_document(doc)
-            text = f"{card.title}\n{card.text}"
             card_language = str(doc.metadata.get(md.LANGUAGE) or text_language(card.text))
-            vetoed = missing_medical(terms, vocabulary(text), language == card_language)
+            same = language == card_language
+            vetoed = missing_medical(terms, vocabulary(f"{card.title}\n{card.text}"), same)
             if vetoed:  # fails whatever it scores: no feature (no sentence embedding) needed
-                grades.append(Grade(card.id, False, None, vetoed, language == card_language))
-                continue
-            sentences = sentence_similarities(self.vectors, qv, card.text) if needs_dense else []
-            features, _ = card_features(
-                question, terms, language, text, card_language, card.score, sentences
-            )
-            grades.append(grade_card(features, (), card.id, self.calibration))
+                grades.append(Grade(card.id, False, None, vetoed, same))
+            elif self.calibration is None:
+                grades.append(Grade(card.id, True, None, (), same))
+            else:
+                features, _ = pair_features(
+                    self.vectors,
+                    question,
+                    qv,
+                    terms,
+                    language,
+                    (card.title, card.text, card_language),
+                    card.score,
+                )
+                grades.append(grade_card(features, (), card.id, self.calibration))
         return grades

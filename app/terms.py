@@ -257,3 +257,15 @@ def aspect_coverage(
     a card about that medicine may well not cover. 1.0 when there is no such word.
     """
     return coverage(question, vocab, language, excluding=terms)
+
+
+def without_terms(question: str, terms: Iterable[str]) -> str:
+    """The question with some of its terms taken out: what it asks about them.
+
+    Example:
+        >>> without_terms("¿Es seguro tomar ibuprofeno durante la lactancia?", ["ibuprofeno"])
+        '¿Es seguro tomar  durante la lactancia?'
+    """
+    for term in terms:
+        question = re.sub(re.escape(term), "", question, flags=re.IGNORECASE)
+    return question

@@ -9,7 +9,7 @@
    (golden questions asked in Portuguese, Spanish and Italian: answerable, across languages).
 2. Each question is retrieved on the shipped cards with the configured settings, the
    similarity gate off, and every retrieved card's grading features are computed
-   (:func:`cardrag.app.grading.card_features`).
+   (:func:`cardrag.app.grading.pair_features`).
 3. The questions are split into a tuning and a held-out part, stratified by source, language
    and kind, with :func:`cardrag.evals.split.split`'s seed. Two logistic models are fitted on
    the tuning part only (answering cards against cards retrieved for uncovered questions):
@@ -44,8 +44,7 @@ from cardrag.app.grading import (
     SAME_LANGUAGE,
     Calibration,
     Calibrations,
-    card_features,
-    sentence_similarities,
+    pair_features,
 )
 from cardrag.app.terms import question_language, salient_terms, text_language
 from cardrag.app.vectors import Vectors
@@ -158,12 +157,10 @@ def featurise(
         qv = vectors.question(q.text)
         cards = []
         for doc in docs:
-            sentences = sentence_similarities(vectors, qv, doc.page_content)
-            text = f"{doc.metadata.get(md.TITLE, '')}\n{doc.page_content}"
             language = str(doc.metadata.get(md.LANGUAGE) or text_language(doc.page_content))
-            feats, missing = card_features(
-                q.text, terms, lang, text, language, float(doc.metadata[md.SCORE]), sentences
-            )
+            card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, language)
+            score = float(doc.metadata[md.SCORE])
+            feats, missing = pair_features(vectors, q.text, qv, terms, lang, card, score)
             cards.append((str(doc.id), feats, missing))
         out.append(Scored(q, cards))
     return out

@@ -13,29 +13,30 @@ from cardrag.evals.bench.latency import percentile
 from cardrag.ingest.settings import Settings
 
 
-def ask_latency(settings: Settings, questions: list[str], requests: int = 100) -> dict[str, Any]:
-    """Median and p95 of ``requests`` sequential ``/ask`` calls after a warm-up pass.
+def ask_latency(settings: Settings, warm: list[str], timed: list[str]) -> dict[str, Any]:
+    """Median and p95 of one sequential ``/ask`` per question of ``timed``, after a warm-up.
 
-    The warm-up asks every question once, so each card's sentences are embedded (once per
-    server process) before timing starts.
+    The warm-up asks every question of ``warm`` once, so each card's sentences are embedded
+    (once per server process) before timing starts. The timed questions are not among them:
+    each is embedded as a user's new question is (the server keeps recent question vectors).
     """
     times: list[float] = []
     with running(settings) as base, httpx.Client(base_url=base, timeout=120) as client:
-        for q in questions:
+        for q in warm:
             client.post("/ask", json={"question": q}).raise_for_status()
-        for i in range(requests):
+        for q in timed:
             started = time.perf_counter()
-            client.post("/ask", json={"question": questions[i % len(questions)]}).raise_for_status()
+            client.post("/ask", json={"question": q}).raise_for_status()
             times.append(time.perf_counter() - started)
     return {
-        "requests": requests,
+        "requests": len(timed),
         "p50_ms": round(1000 * statistics.median(times), 1),
         "p95_ms": round(1000 * percentile(times, 95), 1),
     }
 
 
-def grading_cost(settings: Settings, questions: list[str], requests: int = 100) -> dict[str, Any]:
+def grading_cost(settings: Settings, warm: list[str], timed: list[str]) -> dict[str, Any]:
     """``/ask`` with grading off, then on, on the same index and questions (same run)."""
-    off = ask_latency(settings.model_copy(update={"grading": False}), questions, requests)
-    on = ask_latency(settings.model_copy(update={"grading": True}), questions, requests)
+    off = ask_latency(settings.model_copy(update={"grading": False}), warm, timed)
+    on = ask_latency(settings.model_copy(update={"grading": True}), warm, timed)
     return {"off": off, "on": on, "added_p50_ms": round(on["p50_ms"] - off["p50_ms"], 1)}

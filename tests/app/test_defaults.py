@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from cardrag.app.context import Context
 from cardrag.app.graph import answer
@@ -89,3 +90,33 @@ def test_in_domain_questions_no_card_answers_are_refused_with_a_reason(
     assert reply.refusal_reason
     if reason is not None:
         assert reply.refusal_reason == reason
+
+
+def test_retrieval_and_grading_embed_a_question_once(context: Context) -> None:
+    from cardrag.app.vectors import QuestionCache
+
+    assert context.grader is not None
+    cache = context.grader.vectors.embeddings
+    assert isinstance(cache, QuestionCache)
+    real, asked = cache.model, []
+
+    class Spy(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return real.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            asked.append(text)
+            return real.embed_query(text)
+
+    cache.model = Spy()
+    try:
+        answer("How long does insulin keep outside the fridge?", context)
+        # across languages grading also asks without the medicine's name (one more)
+        answer("A levotiroxina pode ser tomada com café?", context)
+    finally:
+        cache.model = real
+    assert asked == [
+        "How long does insulin keep outside the fridge?",
+        "A levotiroxina pode ser tomada com café?",
+        "A  pode ser tomada com café?",
+    ]

@@ -195,3 +195,32 @@ def test_a_refusal_across_languages_says_the_card_is_in_another_language() -> No
         'The closest card, "Warfarin", is written in another language than the question '
         "and does not clearly answer it."
     )
+
+
+def test_the_masked_features_fall_back_to_the_whole_question_without_a_masked_one() -> None:
+    question = "Can I take it with food?"
+    whole, _ = card_features(question, [], "en", "Take it. With food.", "en", 0.8, [0.9, 0.5])
+    assert (whole["masked_sentence"], whole["masked_mean_sentence"]) == (0.9, 0.7)
+    masked, _ = card_features(
+        question, [], "pt", "Take it. With food.", "en", 0.8, [0.9, 0.5], [0.4, 0.2]
+    )
+    assert (masked["masked_sentence"], masked["masked_mean_sentence"]) == (0.4, pytest.approx(0.3))
+
+
+def test_only_a_card_in_another_language_costs_the_question_without_its_names() -> None:
+    from tests.conftest import CountingEmbeddings
+
+    model = CountingEmbeddings()
+    english = Document(
+        id="card-i",
+        page_content="Ibuprofen eases pain. Take it with food.",
+        metadata={"title": "Ibuprofen", "score": 0.9, "language": "en"},
+    )
+    grader = Grader(Vectors(model), CALIBRATION)
+    grader("Can I take ibuprofen while breastfeeding?", [english])
+    assert model.queries == ["Can I take ibuprofen while breastfeeding?"]  # same language
+    grader("¿Es seguro tomar ibuprofeno durante la lactancia?", [english, english])
+    assert model.queries[1:] == [
+        "¿Es seguro tomar ibuprofeno durante la lactancia?",
+        "¿Es seguro tomar  durante la lactancia?",  # once for both cards (cached)
+    ]

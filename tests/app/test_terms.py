@@ -76,3 +76,10 @@ def test_question_language() -> None:
             "Posso bere alcol con il metronidazolo?",
         )
     ] == ["en", "pt", "es", "it"]
+
+
+def test_without_terms_takes_every_spelling_of_a_term_out() -> None:
+    from cardrag.app.terms import without_terms
+
+    assert without_terms("Ibuprofeno o ibuprofeno gel?", ["ibuprofeno"]) == " o  gel?"
+    assert without_terms("No names here.", []) == "No names here."
