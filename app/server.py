@@ -310,12 +310,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 @contextmanager
-def running(settings: Settings, port: int = 0) -> Iterator[str]:
+def running(settings: Settings, port: int = 0, app: FastAPI | None = None) -> Iterator[str]:
     """Serve on loopback in a background thread for the block (tests, benchmarks).
 
     Args:
         settings: The server's settings.
         port: The port; 0 picks a free one.
+        app: The application to serve (its ``state.service`` is reachable from the caller);
+            None makes one from ``settings``.
 
     Yields:
         The base URL, e.g. ``http://127.0.0.1:43121``.
@@ -326,7 +328,8 @@ def running(settings: Settings, port: int = 0) -> Iterator[str]:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    app = create_app(settings) if app is None else app
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

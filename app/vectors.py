@@ -36,6 +36,11 @@ class QuestionCache(Embeddings):
         self._questions: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def clear(self) -> None:
+        """Forget every kept question vector."""
+        with self._lock:
+            self._questions.clear()
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """The wrapped model's passage vectors (not kept)."""
         return self.model.embed_documents(texts)

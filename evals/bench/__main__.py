@@ -58,9 +58,10 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         "",
         "## Web API, `POST /ask` over HTTP (retrieve, grade, answer, verify; offline answerer)",
         "",
-        "One sequential request per question, each question new to the server (the warm-up "
-        "asks the other set, so the cards' sentences are embedded); grading off and on in the "
-        "same run, on the same index. `golden`: the 88 golden questions (84 in English, as "
+        "One sequential request per question after a warm-up over both sets (the cards' "
+        "sentences are embedded), with the server's question vectors then forgotten, so each "
+        "question is embedded as a new one; grading off and on in the same run, on the same "
+        "index. `golden`: the 88 golden questions (84 in English, as "
         "the cards); `translated`: the 130 asked in Portuguese, Spanish and Italian, where "
         "grading embeds the question once more without the medicine's name.",
         "",
@@ -207,12 +208,12 @@ def main(argv: list[str] | None = None) -> int:
             translated = [c.query for c in load_translated()]
             if args.quick:
                 questions, translated = questions[:30], translated[:30]
-            # each set timed after the other as the warm-up: every timed question is new
+            warm = questions + translated  # every card's sentences; then questions are new
             save(
                 "api",
                 {
-                    "golden": grading_cost(api_settings, translated, questions),
-                    "translated": grading_cost(api_settings, questions, translated),
+                    "golden": grading_cost(api_settings, warm, questions),
+                    "translated": grading_cost(api_settings, warm, translated),
                 },
             )
         if "ingest" in todo:

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from cardrag.app.server import running
+from cardrag.app.server import create_app, running
 from cardrag.evals.bench.latency import percentile
 from cardrag.ingest.settings import Settings
 
@@ -16,14 +16,16 @@ from cardrag.ingest.settings import Settings
 def ask_latency(settings: Settings, warm: list[str], timed: list[str]) -> dict[str, Any]:
     """Median and p95 of one sequential ``/ask`` per question of ``timed``, after a warm-up.
 
-    The warm-up asks every question of ``warm`` once, so each card's sentences are embedded
-    (once per server process) before timing starts. The timed questions are not among them:
-    each is embedded as a user's new question is (the server keeps recent question vectors).
+    The warm-up asks every question of ``warm`` once, so the cards' sentences are embedded
+    (once per server process); then the server forgets the question vectors it keeps, so each
+    timed question is embedded as a user's new question is.
     """
     times: list[float] = []
-    with running(settings) as base, httpx.Client(base_url=base, timeout=120) as client:
+    app = create_app(settings)
+    with running(settings, app=app) as base, httpx.Client(base_url=base, timeout=120) as client:
         for q in warm:
             client.post("/ask", json={"question": q}).raise_for_status()
+        app.state.service.embeddings.clear()
         for q in timed:
             started = time.perf_counter()
             client.post("/ask", json={"question": q}).raise_for_status()

@@ -26,3 +26,15 @@ def test_only_the_most_recent_questions_are_kept() -> None:
     vectors.question("q0")  # dropped, embedded again
     assert model.queries.count("q0") == 2
     assert model.queries.count(f"q{QUESTIONS_KEPT}") == 1
+
+
+def test_a_cleared_question_cache_embeds_the_question_again() -> None:
+    from cardrag.app.vectors import QuestionCache
+
+    model = CountingEmbeddings()
+    cache = QuestionCache(model, kept=2)
+    assert cache.embed_query("q?") == cache.embed_query("q?")
+    cache.clear()
+    cache.embed_query("q?")
+    assert model.queries == ["q?", "q?"]
+    assert Vectors(cache).embeddings is cache  # the app's cache is shared, not wrapped again
