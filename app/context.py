@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from cardrag.app.extractive import ExtractiveAnswerer
-from cardrag.app.grading import Grader, load_calibration
+from cardrag.app.grading import Grader, load_calibrations
 from cardrag.app.vectors import QuestionCache, Vectors
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.index import Index, current_generation, open_current
@@ -123,4 +123,4 @@ def grader_for(settings: Settings, vectors: Vectors) -> Grader | None:
     """The grading step the settings ask for (``grading``), calibrated for their model."""
     if not settings.grading:
         return None
-    return Grader(vectors, load_calibration(settings.embedding_model))
+    return Grader(vectors, load_calibrations(settings.embedding_model))

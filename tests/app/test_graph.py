@@ -68,7 +68,7 @@ def test_grading_refuses_a_medicine_no_card_mentions_and_says_so(
     ungraded = answer(question, context)
     assert ungraded.refused is False
     assert ungraded.citations
-    grader = Grader(Vectors(real_embeddings), calibration=None)  # salient terms only
+    grader = Grader(Vectors(real_embeddings), calibrations=None)  # salient terms only
     reply = answer(question, Context(retriever=context.retriever, grader=grader))
     assert reply.refused is True
     assert reply.refusal_reason == "No card mentions clopidogrel."
