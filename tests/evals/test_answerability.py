@@ -10,6 +10,7 @@ import pytest
 from cardrag.app.grading import ACROSS_LANGUAGES, FEATURES, SAME_LANGUAGE, Calibrations
 from cardrag.evals.answerability import (
     ACROSS_REFUSAL_TARGET,
+    HARD_NEGATIVES,
     THRESHOLD_MARGIN,
     Question,
     Scored,
@@ -114,6 +115,23 @@ def test_cards_lacking_a_medical_term_and_other_golden_cards_are_not_trained_on(
     x, y = training_rows([vetoed, other], SAME_LANGUAGE)
     assert x.shape[0] == 0
     assert y.shape[0] == 0
+
+
+def test_an_uncovered_question_teaches_the_fit_with_its_closest_cards_only() -> None:
+    uncovered = _scored("u", False, 0.80)
+    feats = uncovered.cards[0][1]
+    uncovered.cards = [
+        ("far", feats | {"score": 0.80}, ()),
+        ("closest", feats | {"score": 0.90}, ()),
+        ("vetoed", feats | {"score": 0.95}, ("apixaban",)),
+        ("second", feats | {"score": 0.85}, ()),
+    ]
+    golden = _scored("g", True, 0.70)
+    x, y = training_rows([uncovered, golden], SAME_LANGUAGE)
+    score = FEATURES[SAME_LANGUAGE].index("score")
+    assert HARD_NEGATIVES == 2
+    assert x[:, score].tolist() == [0.90, 0.85, 0.70]  # not the far one, nor the vetoed one
+    assert y.tolist() == [0, 0, 1]
 
 
 def test_auroc_counts_pairs_and_half_ties() -> None:
