@@ -328,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             entry["app"] = dataset_app_checks(dataset, app)
             update_report(EVALS_DIR, dataset.name, entry)
             print_table(dataset.name, entry)
+            print(f"\napp: {entry['app']}")
             return 0
         dataset = load_golden(GOLDEN, settings.cards_dir)
         entry = {**header, **compare(dataset, embeddings, settings, work / "golden")}
