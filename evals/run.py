@@ -136,8 +136,8 @@ def dataset_app_checks(dataset: Dataset, ctx: Context, sample: int = APP_SAMPLE)
 
     Every question has a card that answers it, so a refusal is a false one: what the similarity
     gate and grading, both calibrated on the medication cards, do to another corpus. No
-    timing: grading embeds a card's sentences the first time it reads the card, so the time
-    depends on what the vector cache already holds (``make bench`` times ``/ask``).
+    timing: the extractive answerer and grading embed a card's sentences the first time they
+    read it, so the time depends on what the vector cache holds (``make bench`` times ``/ask``).
     """
     qids = sorted(dataset.queries)
     random.Random(APP_SEED).shuffle(qids)
