@@ -46,7 +46,7 @@ from cardrag.app.grading import (
     Calibrations,
     pair_features,
 )
-from cardrag.app.terms import question_language, salient_terms, text_language
+from cardrag.app.terms import LANGUAGES, question_language, salient_terms, text_language
 from cardrag.app.vectors import Vectors
 from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load_uncovered
 from cardrag.evals.split import split
@@ -307,15 +307,28 @@ SIGNALS: dict[str, Any] = {
 """Each signal alone, as a question-level score (higher: more answerable)."""
 
 
+def signal_aurocs(scored: Sequence[Scored], calibrations: Calibrations) -> dict[str, float]:
+    """Each of :data:`SIGNALS` alone, and grading's combination, as an AUROC (rounded)."""
+    pos = [s for s in scored if s.question.answerable]
+    neg = [s for s in scored if not s.question.answerable]
+    signals = {**SIGNALS, "combined (grading)": lambda s: question_score(s, calibrations)}
+    return {
+        name: round(auroc([f(s) for s in pos], [f(s) for s in neg]), 3)
+        for name, f in signals.items()
+    }
+
+
 def evaluate(held_out: Sequence[Scored], calibrations: Calibrations) -> dict[str, Any]:
-    """The held-out figures: AUROCs, refusal rates by source, language and kind."""
-    pos = [s for s in held_out if s.question.answerable]
-    neg = [s for s in held_out if not s.question.answerable]
-    aurocs = {name: auroc([f(s) for s in pos], [f(s) for s in neg]) for name, f in SIGNALS.items()}
-    aurocs["combined (grading)"] = auroc(
-        [question_score(s, calibrations) for s in pos],
-        [question_score(s, calibrations) for s in neg],
-    )
+    """The held-out figures: AUROCs, refusal rates by source, language and kind.
+
+    The AUROCs are for all the questions and for those asked in each language.
+    """
+    by_language = {
+        language: signal_aurocs(
+            [s for s in held_out if s.question.language == language], calibrations
+        )
+        for language in LANGUAGES
+    }
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for s in held_out:
         refused = int(question_score(s, calibrations) < 0)
@@ -327,7 +340,11 @@ def evaluate(held_out: Sequence[Scored], calibrations: Calibrations) -> dict[str
         key: {"questions": n, "refused": r, "rate": round(r / n, 3)}
         for key, (n, r) in sorted(counts.items())
     }
-    return {"auroc": {k: round(v, 3) for k, v in aurocs.items()}, "refusal": rates}
+    return {
+        "auroc": signal_aurocs(held_out, calibrations),
+        "auroc_by_language": by_language,
+        "refusal": rates,
+    }
 
 
 def calibrate(

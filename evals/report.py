@@ -110,14 +110,16 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
         "Answerability (issue 17): golden questions, and golden questions asked in Portuguese, "
         "Spanish and Italian (`translated`), are answerable; uncovered and PubMedQA questions "
         "are not. For `translated` the refused share is a false refusal rate. Held-out part of "
-        "`evals/answerability.py`'s split.",
+        "`evals/answerability.py`'s split. AUROC of each signal alone and combined, on all "
+        "held-out questions and on those asked in each language.",
         "",
-        "| signal | held-out AUROC |",
-        "|---|---|",
     ]
-    lines += [
-        f"| {name} | {value:.3f} |" for name, value in graded.get("held_out_auroc", {}).items()
-    ]
+    by_language = graded.get("held_out_auroc_by_language", {})
+    columns = ["signal", "held-out AUROC", *by_language]
+    lines += ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    for name, value in graded.get("held_out_auroc", {}).items():
+        cells = [name, _auroc(value), *(_auroc(f.get(name)) for f in by_language.values())]
+        lines.append("| " + " | ".join(cells) + " |")
     refusal = graded.get("refusal", {})
     lines += ["", "| questions | refused (held-out) | refused (all) |", "|---|---|---|"]
     for key, row in refusal.get("held_out", {}).items():
@@ -132,6 +134,10 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
         lines += ["", "Held-out translated questions refused:", ""]
         lines += [f"- {r['question']} ({r['reason']})" for r in refused]
     return lines
+
+
+def _auroc(value: float | None) -> str:
+    return "n/a" if value is None or value != value else f"{value:.3f}"  # NaN: one side empty
 
 
 def _rate(row: dict[str, Any]) -> str:

@@ -172,7 +172,9 @@ def answerability(ctx: Context, embeddings: Embeddings) -> dict[str, Any]:
     if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
         held = held_out_ids(qs)
         scored = featurise([q for q in qs if q.qid in held], ctx.retriever, embeddings, ctx.k)
-        out["held_out_auroc"] = grade_figures(scored, calibration)["auroc"]
+        figures = grade_figures(scored, calibration)
+        out["held_out_auroc"] = figures["auroc"]
+        out["held_out_auroc_by_language"] = figures["auroc_by_language"]
     return out
 
 

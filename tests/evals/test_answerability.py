@@ -17,6 +17,7 @@ from cardrag.evals.answerability import (
     auroc,
     best_answerability,
     choose_threshold,
+    evaluate,
     fit,
     held_out_ids,
     parts,
@@ -132,6 +133,19 @@ def test_an_uncovered_question_teaches_the_fit_with_its_closest_cards_only() -> 
     assert HARD_NEGATIVES == 2
     assert x[:, score].tolist() == [0.90, 0.85, 0.70]  # not the far one, nor the vetoed one
     assert y.tolist() == [0, 0, 1]
+
+
+def test_held_out_aurocs_are_given_overall_and_per_question_language() -> None:
+    scored = [_scored("g-en", True, 0.9), _scored("u-en", False, 0.8)]
+    scored += [_scored("g-pt", True, 0.7), _scored("u-pt", False, 0.75)]
+    scored[2].question.language = scored[3].question.language = "pt"
+    calibration = fit(*training_rows(scored, SAME_LANGUAGE), "fake", FEATURES[SAME_LANGUAGE])
+    figures = evaluate(scored, Calibrations(calibration, calibration))
+    top = "top similarity (the gate's score)"
+    assert figures["auroc"][top] == 0.5  # 0.9 and 0.7 against 0.8 and 0.75: 2 of 4 pairs
+    assert figures["auroc_by_language"]["en"][top] == 1.0
+    assert figures["auroc_by_language"]["pt"][top] == 0.0
+    assert np.isnan(figures["auroc_by_language"]["es"][top])  # no question in Spanish
 
 
 def test_auroc_counts_pairs_and_half_ties() -> None:

@@ -65,6 +65,24 @@ def test_app_checks_and_the_red_team_render_when_present() -> None:
     assert "| rt02 | restricted | offline | cites x; retrieved y |" in text
 
 
+def test_answerability_aurocs_render_overall_and_per_language() -> None:
+    graded = {
+        "held_out_auroc": {"best sentence": 0.8, "combined (grading)": 0.9},
+        "held_out_auroc_by_language": {
+            "en": {"best sentence": 0.75, "combined (grading)": 0.95},
+            "pt": {"best sentence": float("nan"), "combined (grading)": 0.5},
+        },
+    }
+    lines = render({"golden": _entry(answerability=graded)}).splitlines()
+    start = lines.index("| signal | held-out AUROC | en | pt |")
+    assert lines[start : start + 4] == [
+        "| signal | held-out AUROC | en | pt |",
+        "|---|---|---|---|",
+        "| best sentence | 0.800 | 0.750 | n/a |",
+        "| combined (grading) | 0.900 | 0.950 | 0.500 |",
+    ]
+
+
 def test_update_keeps_other_datasets_and_rewrites_the_markdown(tmp_path: Path) -> None:
     update_report(tmp_path, "a", _entry())
     update_report(tmp_path, "b", _entry(cards=9))
