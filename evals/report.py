@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 from pathlib import Path
@@ -137,7 +138,7 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
 
 
 def _auroc(value: float | None) -> str:
-    return "n/a" if value is None or value != value else f"{value:.3f}"  # NaN: one side empty
+    return "n/a" if value is None or math.isnan(value) else f"{value:.3f}"  # NaN: a side empty
 
 
 def _rate(row: dict[str, Any]) -> str:

@@ -57,6 +57,7 @@ THRESHOLDS = EVALS_DIR / "thresholds.toml"
 APP_SAMPLE = 100
 """Questions of a shared dataset answered through the whole graph (``dataset_app_checks``)."""
 APP_SEED = 0
+"""Seed of that sample: the same questions every run."""
 
 
 def compare(
