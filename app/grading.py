@@ -6,11 +6,11 @@ with high similarity, and the similarity gate lets them through. Grading looks a
 question is about and whether the card says anything about it (the signals are in
 :mod:`cardrag.app.terms`):
 
-* **A veto.** A salient term of the question shaped like a medicine, test or procedure name
-  (clopidogrel, appendectomy, HbA1c), matched across spellings and languages, must be in the
-  card; a card without it cannot answer, whatever it scores. Across languages only names
-  count (:func:`cardrag.app.terms.named`): "bochechar" is rare, but an English card says
-  "rinse".
+* **A veto.** A salient term of the question that names a medicine, test or procedure
+  (clopidogrel, appendectomy, HbA1c, melatonin: an INN or procedure ending, or a name in the
+  medicine-name dictionary), matched across spellings and languages, must be in the card; a
+  card without it cannot answer, whatever it scores. Across languages only names count
+  (:func:`cardrag.app.terms.named`): "bochechar" is rare, but an English card says "rinse".
 * **A calibrated score** for the other cards: a logistic combination of :data:`FEATURES`
   (the card's similarity, its closest sentence, the mean similarity of all its sentences, and,
   when question and card share a language, how much of the question's wording it covers),

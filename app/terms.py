@@ -10,10 +10,14 @@ metronidazole, levotiroxina and levothyroxine are the same word.
 
 from __future__ import annotations
 
+import bz2
 import functools
+import importlib.util
+import pickle
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 LANGUAGES = ("en", "pt", "es", "it")
 """Languages our users ask in; salience and stop words cover all of them."""
@@ -122,17 +126,56 @@ def medical(term: str) -> bool:
 
 
 def named(term: str) -> bool:
-    """Whether a word has the shape of a medicine, test or procedure name in every language.
+    """Whether a word is a medicine, test or procedure name in every language.
 
-    A digit or an INN / procedure ending (:data:`MEDICAL_SHAPE`). Rarity alone is not enough
-    across languages: "bochechar" (to rinse) and "inalatore" (inhaler) are rare words that an
-    English card says in its own words.
+    A digit, an INN / procedure ending (:data:`MEDICAL_SHAPE`), or a medicine name of
+    :func:`medicine_names`. Rarity alone is not enough across languages: "bochechar" (to
+    rinse) and "inalatore" (inhaler) are rare words that an English card says in its own words.
 
     Example:
-        >>> [named(w) for w in ("varfarina", "colonoscopia", "hba1c", "bochechar", "inalatore")]
-        [True, True, True, False, False]
+        >>> [named(w) for w in ("varfarina", "colonoscopia", "hba1c", "dipirona", "melatonin")]
+        [True, True, True, True, True]
+        >>> [named(w) for w in ("bochechar", "inalatore", "amamentação")]
+        [False, False, False]
     """
-    return any(c.isdigit() for c in term) or MEDICAL_SHAPE.search(fold(term)) is not None
+    return (
+        any(c.isdigit() for c in term)
+        or MEDICAL_SHAPE.search(fold(term)) is not None
+        or name_key(term) in medicine_names()
+    )
+
+
+def name_key(word: str) -> str:
+    """A medicine name's spelling-neutral form: :func:`fold`, without a final -a, -e or -o.
+
+    Example:
+        >>> name_key("Levotiroxina"), name_key("levothyroxine"), name_key("dipyrone")
+        ('levotiroxin', 'levotiroxin', 'dipiron')
+    """
+    folded = fold(word)
+    return folded[:-1] if len(folded) > MIN_LENGTH + 1 and folded[-1] in "aeo" else folded
+
+
+@functools.cache
+def medicine_names() -> frozenset[str]:
+    """One-word medicine names, generic and brand, as :func:`name_key` forms (about 23,000).
+
+    From the dictionary inside the ``drug-named-entity-recognition`` wheel (DrugBank, MeSH and
+    Wikipedia names, with some Spanish and Portuguese spellings: ibuprofeno, warfarina,
+    metamizol); the key's folding matches others (dipirona and dipyrone, paracetamolo and
+    paracetamol). Read once a process (about 0.7 s), without importing the package, which loads
+    more than this needs. A name only counts when it is also rare in general language
+    (:func:`salient_terms`), so the few brand names that are ordinary words ("dona", "calcio")
+    never do.
+    """
+    spec = importlib.util.find_spec("drug_named_entity_recognition")
+    if spec is None or not spec.submodule_search_locations:
+        msg = "grading needs its medicine names: pip install drug-named-entity-recognition"
+        raise ModuleNotFoundError(msg)
+    path = Path(next(iter(spec.submodule_search_locations))) / "drug_ner_dictionary.pkl.bz2"
+    with bz2.open(path, "rb") as f:
+        variants = pickle.load(f)["drug_variant_to_canonical"]  # a pinned wheel's own data
+    return frozenset(name_key(v) for v in variants if v.isalpha() and len(v) >= MIN_LENGTH)
 
 
 def salient_terms(question: str, max_zipf: float = SALIENT_ZIPF) -> list[str]:

@@ -78,6 +78,9 @@ def test_off_topic_is_refused_and_restricted_never_retrieved(context: Context) -
     [
         ("Can I take clopidogrel and aspirin together every day?", "No card mentions clopidogrel."),
         ("Posso tomar rosuvastatina com levotiroxina?", "No card mentions rosuvastatina."),
+        # no INN ending: the medicine-name dictionary knows them
+        ("Can I take melatonin with my levothyroxine?", "No card mentions melatonin."),
+        ("Posso tomar dipirona com levotiroxina?", "No card mentions dipirona."),
         ("¿Es segura la apendicectomía laparoscópica en el embarazo?", None),
     ],
 )

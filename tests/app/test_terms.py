@@ -5,8 +5,10 @@ from cardrag.app.terms import (
     coverage,
     fold,
     medical,
+    medicine_names,
     mentions,
     missing_medical,
+    name_key,
     named,
     question_language,
     salient_terms,
@@ -54,6 +56,21 @@ def test_only_medicine_and_procedure_shaped_words_can_veto_a_card() -> None:
     ]
     # colloquial rare words and conditions a card may address without naming them
     assert [w for w in ("woozy", "jittery", "puffer", "anaemia") if medical(w)] == []
+
+
+def test_medicine_names_without_an_inn_ending_veto_in_every_language() -> None:
+    # no INN stem: the medicine-name dictionary is what knows them
+    names = ["melatonin", "dipirona", "metamizol", "paracetamolo", "insulina", "alendronato"]
+    assert [n for n in names if named(n)] == names
+    assert name_key("Dipirona") == name_key("dipyrone") == "dipiron"
+    assert name_key("paracetamolo") == name_key("paracetamol") == "paracetamol"
+    assert "ibuprofen" in medicine_names()
+    # rare words of our languages that an English card says in its own words are no names
+    ordinary = ["bochechar", "inalatore", "amamentação", "lactancia", "portapillole", "woozy"]
+    assert [w for w in ordinary if named(w)] == []
+    vocab = vocabulary("Ibuprofen is best taken with food.")
+    assert missing_medical(["dipirona"], vocab, same_language=False) == ("dipirona",)
+    assert missing_medical(["ibuprofeno"], vocab, same_language=False) == ()
 
 
 def test_coverage_weighs_rare_words_more() -> None:
