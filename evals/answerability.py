@@ -44,9 +44,10 @@ from cardrag.app.grading import (
     SAME_LANGUAGE,
     Calibration,
     Calibrations,
+    card_language,
     pair_features,
 )
-from cardrag.app.terms import LANGUAGES, question_language, salient_terms, text_language
+from cardrag.app.terms import LANGUAGES, question_language, salient_terms
 from cardrag.app.vectors import Vectors
 from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load_uncovered
 from cardrag.evals.split import split
@@ -166,8 +167,7 @@ def featurise(
         qv = vectors.question(q.text)
         cards = []
         for doc in docs:
-            language = str(doc.metadata.get(md.LANGUAGE) or text_language(doc.page_content))
-            card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, language)
+            card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
             feats, missing = pair_features(vectors, q.text, qv, terms, lang, card, score)
             cards.append((str(doc.id), feats, missing))

@@ -44,19 +44,25 @@ EVERY_FEATURE = {name for names in FEATURES.values() for name in names} | {"same
 
 def test_a_card_lacking_a_medical_term_fails_whatever_it_scores() -> None:
     feats = dict.fromkeys(EVERY_FEATURE, 1.0)
-    assert grade_card(feats, ("apixaban",), "card-w", CALIBRATION) == Grade(
+    assert grade_card(feats, ("apixaban",), "card-w", CALIBRATION, same_language=True) == Grade(
         "card-w", False, None, ("apixaban",)
     )
-    assert grade_card(feats, (), "card-w", CALIBRATION) == Grade("card-w", True, 5.0, ())
+    assert grade_card(feats, (), "card-w", CALIBRATION, same_language=True) == Grade(
+        "card-w", True, 5.0, ()
+    )
     low = {**feats, "score": 0.4}
-    assert grade_card(low, (), "card-w", CALIBRATION).answerable is False
-    assert grade_card(low, (), "card-w", None).answerable is True  # no calibration: veto only
+    assert grade_card(low, (), "card-w", CALIBRATION, same_language=True).answerable is False
+    assert (
+        grade_card(low, (), "card-w", None, same_language=True).answerable is True
+    )  # no calibration: veto only
 
 
 def test_a_card_in_another_language_is_graded_by_the_across_languages_calibration() -> None:
     same = {**dict.fromkeys(EVERY_FEATURE, 1.0), "score": 0.6}  # logit 1.0
     across = {**same, "same_language": 0.0}
-    assert grade_card(same, (), "card-w", CALIBRATION) == Grade("card-w", True, 1.0, ())
+    assert grade_card(same, (), "card-w", CALIBRATION, same_language=True) == Grade(
+        "card-w", True, 1.0, ()
+    )
     assert grade_card(across, (), "card-w", CALIBRATION, same_language=False) == Grade(
         "card-w", False, -1.0, (), same_language=False
     )
