@@ -9,6 +9,7 @@ BM25 ranking of the same children and with whole-card rows (reciprocal rank fusi
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -67,6 +68,17 @@ def _no_card_rows() -> tuple[list[ChildHit], set[str]]:
     return [], set()
 
 
+class _Own(enum.Enum):
+    """The type of :data:`OWN`."""
+
+    GATE = "own"
+
+
+OWN = _Own.GATE
+"""The per-call ``min_similarity`` when a call does not pass one: the retriever's own field.
+A per-call ``None`` means no gate, as the field's ``None`` does."""
+
+
 class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """Return ``k`` distinct parent cards ranked by their best child, with scores.
 
@@ -78,7 +90,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     not be handed a card the gate judged unrelated. With the multilingual model's gate a
     question in a language the cards are not written in often returns fewer than ``k``
     (for example one card at ``k=3``); pass ``min_similarity=None`` per call to rank
-    without the gate.
+    without the gate (left out, the retriever's own applies).
 
     Example:
         >>> from cardrag.ingest.embeddings import load_embeddings   # doctest: +SKIP
@@ -204,9 +216,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         filter: Where | None = None,
         k: int | None = None,
-        min_similarity: float | None = None,
+        min_similarity: float | _Own | None = OWN,
     ) -> list[Document]:
-        """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields."""
+        """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields.
+
+        ``min_similarity=None`` ranks without the gate; left out, the field applies.
+        """
         want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
         pool = max(want, self.rerank_candidates) if self.reranker is not None else want
         vector = self._embeddings.embed_query(query)
@@ -324,8 +339,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         best = rows.complete([p.best for p in ranked])
         return [replace(p, best=b) for p, b in zip(ranked, best, strict=True)]
 
-    def _floor(self, per_call: float | None) -> float | None:
-        return self.min_similarity if per_call is None else per_call
+    def _floor(self, per_call: float | _Own | None) -> float | None:
+        return self.min_similarity if isinstance(per_call, _Own) else per_call
 
     @property
     def _embeddings(self) -> Any:

@@ -137,6 +137,17 @@ def test_gate_keeps_a_parent_with_one_strong_child_only(tmp_path: Path) -> None:
     assert [(d.id, round(d.metadata["score"], 3)) for d in docs] == [("card-strong", 1.0)]
     assert docs[0].metadata["matched_child_id"] == "card-strong::01"
     assert retriever.invoke("parliament election results") == []
+    # per call: None ranks without the gate (as the field's None does), a number replaces it
+    assert [d.id for d in retriever.invoke("insulin cool bag flight", min_similarity=None)] == [
+        "card-strong",
+        "card-weak",
+    ]
+    ungated_async = asyncio.run(retriever.ainvoke("insulin cool bag flight", min_similarity=None))
+    assert [d.id for d in ungated_async] == ["card-strong", "card-weak"]
+    assert [d.id for d in retriever.invoke("insulin cool bag flight", min_similarity=0.4)] == [
+        "card-strong",
+        "card-weak",
+    ]
 
 
 def test_missing_parent_is_skipped_with_a_warning_and_k_still_returned(
