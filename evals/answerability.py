@@ -18,16 +18,19 @@
    refuses at least :data:`ACROSS_REFUSAL_TARGET` of the uncovered ones (each with
    :data:`THRESHOLD_MARGIN` to spare).
 4. The held-out part is then scored once, for the report: the AUROC of each signal alone and
-   of the combination, and the refusal rates per language and kind.
+   of the combination, each signal's refusal pair at a threshold chosen on the tuning part
+   (:func:`signal_pairs`), and the refusal rates per language and kind.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +56,7 @@ from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load
 from cardrag.evals.split import split
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.retrievers.rerank import OnnxCrossEncoder, rerank_passage
 
 PUBMEDQA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "pubmedqa-pqal"
 PUBMED_SAMPLE = 200
@@ -154,22 +158,56 @@ class Scored:
     """``(card id, features, missing medical terms)`` per retrieved card, best first."""
 
 
+def index_rows(retriever: ScoredParentDocumentRetriever) -> np.ndarray:
+    """Every row vector of the retriever's index (one per child, and per card row if any)."""
+    got = retriever.vectorstore.get(include=["embeddings"])
+    return np.asarray(got["embeddings"], dtype=float)
+
+
+def normalised_score(score: float, similarities: np.ndarray) -> float:
+    """A card's similarity in standard deviations above the question's mean over the index.
+
+    Example:
+        >>> normalised_score(0.9, np.array([0.7, 0.8, 0.9]))
+        1.224745
+    """
+    spread = float(similarities.std()) or 1.0
+    return round((score - float(similarities.mean())) / spread, 6)
+
+
 def featurise(
-    qs: Sequence[Question], retriever: ScoredParentDocumentRetriever, embeddings: Embeddings, k: int
+    qs: Sequence[Question],
+    retriever: ScoredParentDocumentRetriever,
+    embeddings: Embeddings,
+    k: int,
+    cross_encoder: OnnxCrossEncoder | None = None,
 ) -> list[Scored]:
-    """Retrieve (gate off) and compute every retrieved card's grading features."""
+    """Retrieve (gate off) and compute every retrieved card's grading features.
+
+    Besides grading's own (:func:`cardrag.app.grading.pair_features`), two signals the report
+    measures and grading does not use: ``normalised_score`` (:func:`normalised_score` over
+    every row of the index) and, for English questions when a ``cross_encoder`` is given,
+    ``cross_encoder`` (its logit for the card's matched passage; NaN otherwise).
+    """
     vectors = Vectors(embeddings)
+    rows = index_rows(retriever)
     out = []
     for q in tqdm(qs, desc="grading features", unit="q", leave=False, disable=None):
         docs: list[Document] = retriever.invoke(q.text, k=k, min_similarity=None)
         terms = salient_terms(q.text)
         lang = question_language(q.text)
         qv = vectors.question(q.text)
+        similarities = rows @ np.asarray(qv)
+        logits = [math.nan] * len(docs)
+        if cross_encoder is not None and lang == "en":
+            logits = cross_encoder.score(q.text, [rerank_passage(d) for d in docs])
         cards = []
-        for doc in docs:
+        for doc, logit in zip(docs, logits, strict=True):
             card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
             feats, missing = pair_features(vectors, q.text, qv, terms, lang, card, score)
+            feats["normalised_score"] = normalised_score(score, similarities)
+            feats["cross_encoder"] = logit
             cards.append((str(doc.id), feats, missing))
         out.append(Scored(q, cards))
     return out
@@ -290,38 +328,123 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
     return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
 
 
-SIGNALS: dict[str, Any] = {
-    "top similarity (the gate's score)": lambda s: max(
-        (f["score"] for _, f, _ in s.cards), default=0
+def _highest(values: Iterable[float]) -> float:
+    """The largest value that is not NaN (NaN: none is)."""
+    present = [v for v in values if not math.isnan(v)]
+    return max(present, default=math.nan)
+
+
+SIGNALS: dict[str, Callable[[Scored], float]] = {
+    "top similarity (the gate's score)": lambda s: _highest(f["score"] for _, f, _ in s.cards),
+    "top similarity normalised over the index": lambda s: _highest(
+        f["normalised_score"] for _, f, _ in s.cards
     ),
-    "best sentence": lambda s: max((f["sentence"] for _, f, _ in s.cards), default=0),
-    "mean sentence": lambda s: max((f["mean_sentence"] for _, f, _ in s.cards), default=0),
+    "best sentence": lambda s: _highest(f["sentence"] for _, f, _ in s.cards),
+    "mean sentence": lambda s: _highest(f["mean_sentence"] for _, f, _ in s.cards),
     "salient terms (a card mentions all)": lambda s: float(any(not m for _, _, m in s.cards)),
-    "content coverage (same language)": lambda s: max(
-        (f["coverage"] for _, f, _ in s.cards), default=0
-    ),
-    "aspect coverage (same language)": lambda s: max(
-        (f["aspect"] for _, f, _ in s.cards), default=0
+    "content coverage (same language)": lambda s: _highest(f["coverage"] for _, f, _ in s.cards),
+    "aspect coverage (same language)": lambda s: _highest(f["aspect"] for _, f, _ in s.cards),
+    "cross-encoder (English questions only)": lambda s: _highest(
+        f.get("cross_encoder", math.nan) for _, f, _ in s.cards
     ),
 }
-"""Each signal alone, as a question-level score (higher: more answerable)."""
+"""Each signal alone, as a question-level score (higher: more answerable; NaN: not measured
+for that question). Normalised similarity and the cross-encoder are measured, not used by
+grading (:func:`featurise`)."""
+COMBINED = "combined (grading)"
+"""The name of grading's own score (:func:`question_score`) among the signals."""
+
+
+def _signals(calibrations: Calibrations) -> dict[str, Callable[[Scored], float]]:
+    """:data:`SIGNALS` and grading's combination."""
+    return {**SIGNALS, COMBINED: lambda s: question_score(s, calibrations)}
+
+
+def _values(
+    scored: Sequence[Scored], signal: Callable[[Scored], float]
+) -> list[tuple[float, bool]]:
+    """(value, answerable) of each question the signal measured."""
+    pairs = [(signal(s), s.question.answerable) for s in scored]
+    return [(v, a) for v, a in pairs if not math.isnan(v)]
 
 
 def signal_aurocs(scored: Sequence[Scored], calibrations: Calibrations) -> dict[str, float]:
     """Each of :data:`SIGNALS` alone, and grading's combination, as an AUROC (rounded)."""
-    pos = [s for s in scored if s.question.answerable]
-    neg = [s for s in scored if not s.question.answerable]
-    signals = {**SIGNALS, "combined (grading)": lambda s: question_score(s, calibrations)}
+    out = {}
+    for name, signal in _signals(calibrations).items():
+        values = _values(scored, signal)
+        pos = [v for v, answerable in values if answerable]
+        neg = [v for v, answerable in values if not answerable]
+        out[name] = round(auroc(pos, neg), 3)
+    return out
+
+
+def best_threshold(values: Sequence[tuple[float, bool]]) -> float:
+    """The cut-off that best separates (value, answerable) pairs: below it, refuse.
+
+    The one that maximises the share of unanswerable questions refused minus the share of
+    answerable ones refused (Youden's J); the lowest of equals, halfway between two values.
+
+    Example:
+        >>> best_threshold([(0.9, True), (0.8, True), (0.7, False), (0.85, False)])
+        0.75
+    """
+    points = sorted({v for v, _ in values})
+    cuts = [points[0] - 1.0] + [(a + b) / 2 for a, b in itertools.pairwise(points)]
+    pos = [v for v, answerable in values if answerable] or [math.inf]
+    neg = [v for v, answerable in values if not answerable] or [-math.inf]
+
+    def youden(cut: float) -> float:
+        return float(np.mean([v < cut for v in neg]) - np.mean([v < cut for v in pos]))
+
+    best: float = max(cuts, key=youden)  # the first (lowest) of equals
+    return round(best, 6)
+
+
+def refusal_pair(values: Sequence[tuple[float, bool]], threshold: float) -> dict[str, Any]:
+    """Shares refused below ``threshold``: of unanswerable questions, and of answerable ones."""
+    neg = [v for v, answerable in values if not answerable]
+    pos = [v for v, answerable in values if answerable]
     return {
-        name: round(auroc([f(s) for s in pos], [f(s) for s in neg]), 3)
-        for name, f in signals.items()
+        "unanswerable": len(neg),
+        "refused": round(sum(v < threshold for v in neg) / len(neg), 3) if neg else None,
+        "answerable": len(pos),
+        "false_refused": round(sum(v < threshold for v in pos) / len(pos), 3) if pos else None,
     }
 
 
-def evaluate(held_out: Sequence[Scored], calibrations: Calibrations) -> dict[str, Any]:
+def signal_pairs(
+    tuning: Sequence[Scored], held_out: Sequence[Scored], calibrations: Calibrations
+) -> dict[str, dict[str, Any]]:
+    """Each signal at a threshold chosen on the tuning part, measured on the held-out part.
+
+    A signal alone gets :func:`best_threshold` on the tuning part; grading's combination its
+    own (a question is answered when its margin is at least 0). Per signal: the threshold,
+    and :func:`refusal_pair` on all held-out questions and on those asked in each language.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, signal in _signals(calibrations).items():
+        tuned = _values(tuning, signal)
+        if not tuned:
+            continue
+        threshold = 0.0 if name == COMBINED else best_threshold(tuned)
+        row: dict[str, Any] = {"threshold": threshold}
+        row["all"] = refusal_pair(_values(held_out, signal), threshold)
+        for language in LANGUAGES:
+            asked = [s for s in held_out if s.question.language == language]
+            row[language] = refusal_pair(_values(asked, signal), threshold)
+        out[name] = row
+    return out
+
+
+def evaluate(
+    held_out: Sequence[Scored], calibrations: Calibrations, tuning: Sequence[Scored] = ()
+) -> dict[str, Any]:
     """The held-out figures: AUROCs, refusal rates by source, language and kind.
 
-    The AUROCs are for all the questions and for those asked in each language.
+    The AUROCs are for all the questions and for those asked in each language. Given the
+    ``tuning`` part, also each signal's refusal pair at a threshold chosen on it
+    (:func:`signal_pairs`).
     """
     by_language = {
         language: signal_aurocs(
@@ -340,11 +463,14 @@ def evaluate(held_out: Sequence[Scored], calibrations: Calibrations) -> dict[str
         key: {"questions": n, "refused": r, "rate": round(r / n, 3)}
         for key, (n, r) in sorted(counts.items())
     }
-    return {
+    figures = {
         "auroc": signal_aurocs(held_out, calibrations),
         "auroc_by_language": by_language,
         "refusal": rates,
     }
+    if tuning:
+        figures["signal_pairs"] = signal_pairs(tuning, held_out, calibrations)
+    return figures
 
 
 def calibrate(
@@ -374,7 +500,7 @@ def calibrate(
             }
             for relation, c in fitted.items()
         },
-        "held_out": evaluate(held_out, calibrations),
+        "held_out": evaluate(held_out, calibrations, tuning),
         "tuning": evaluate(tuning, calibrations)["refusal"],
     }
     return calibrations, report

@@ -121,6 +121,7 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
     for name, value in graded.get("held_out_auroc", {}).items():
         cells = [name, _auroc(value), *(_auroc(f.get(name)) for f in by_language.values())]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += render_signal_pairs(graded.get("signal_pairs", {}))
     refusal = graded.get("refusal", {})
     lines += ["", "| questions | refused (held-out) | refused (all) |", "|---|---|---|"]
     for key, row in refusal.get("held_out", {}).items():
@@ -135,6 +136,34 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
         lines += ["", "Held-out translated questions refused:", ""]
         lines += [f"- {r['question']} ({r['reason']})" for r in refused]
     return lines
+
+
+def render_signal_pairs(pairs: dict[str, Any]) -> list[str]:
+    """Each signal's refusal pair on the held-out part, at its threshold from the tuning part."""
+    if not pairs:
+        return []
+    regions = [key for key in next(iter(pairs.values())) if key != "threshold"]
+    lines = [
+        "",
+        "Each signal alone at the threshold that best separates the tuning part (the most "
+        "unanswerable questions refused less the answerable ones refused), grading at its own "
+        "thresholds, measured on the held-out part (gate off): unanswerable questions refused / "
+        "answerable questions refused.",
+        "",
+        "| signal | threshold | " + " | ".join(regions) + " |",
+        "|---" * (len(regions) + 2) + "|",
+    ]
+    for name, row in pairs.items():
+        cells = [name, f"{row['threshold']:.3f}", *(_pair(row[key]) for key in regions)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _pair(pair: dict[str, Any]) -> str:
+    def share(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.0%}"
+
+    return f"{share(pair['refused'])} / {share(pair['false_refused'])}"
 
 
 def _auroc(value: float | None) -> str:

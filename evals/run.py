@@ -31,7 +31,7 @@ from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.graph import answer
 from cardrag.app.prompts import GATE_REASON
 from cardrag.evals.answerability import evaluate as grade_figures
-from cardrag.evals.answerability import featurise, held_out_ids, questions, refusals
+from cardrag.evals.answerability import featurise, parts, questions, refusals
 from cardrag.evals.cases import (
     GOLDEN,
     REDTEAM,
@@ -45,7 +45,14 @@ from cardrag.evals.cases import (
 from cardrag.evals.datasets import Dataset, load_beir, load_golden
 from cardrag.evals.metrics import evaluate
 from cardrag.evals.report import machine, update_report
-from cardrag.evals.systems import SystemRun, build, cached, describe, run_systems
+from cardrag.evals.systems import (
+    SystemRun,
+    build,
+    cached,
+    describe,
+    reranker_available,
+    run_systems,
+)
 from cardrag.ingest.cards import Card, load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import Settings
@@ -161,21 +168,29 @@ def dataset_app_checks(dataset: Dataset, ctx: Context, sample: int = APP_SAMPLE)
     }
 
 
-def answerability(ctx: Context, embeddings: Embeddings) -> dict[str, Any]:
+def answerability(ctx: Context, embeddings: Embeddings, threads: int = 1) -> dict[str, Any]:
     """Grading on the golden, uncovered and PubMedQA questions, held-out part first.
 
     Refusal rates come from the whole graph (gate, grading, answer); the AUROCs score the
-    committed calibration's answerability of each question (gate off) against its label.
+    committed calibration's answerability of each question (gate off) against its label, and
+    each signal alone is also measured at a threshold chosen on the tuning part. The English
+    cross-encoder is among the signals when the ``rerank`` extra is installed.
     """
     qs = questions()
     calibration = ctx.grader.calibrations if ctx.grader is not None else None
     out: dict[str, Any] = {"refusal": refusals(qs, lambda text: answer(text, ctx))}
     if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
-        held = held_out_ids(qs)
-        scored = featurise([q for q in qs if q.qid in held], ctx.retriever, embeddings, ctx.k)
-        figures = grade_figures(scored, calibration)
+        cross_encoder = None
+        if reranker_available():
+            from cardrag.retrievers.rerank import load_cross_encoder
+
+            cross_encoder = load_cross_encoder(threads)
+        scored = featurise(qs, ctx.retriever, embeddings, ctx.k, cross_encoder)
+        tuning, held_out = parts(scored)
+        figures = grade_figures(held_out, calibration, tuning)
         out["held_out_auroc"] = figures["auroc"]
         out["held_out_auroc_by_language"] = figures["auroc_by_language"]
+        out["signal_pairs"] = figures["signal_pairs"]
     return out
 
 
@@ -342,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             offline_context(cards, embeddings, windowed, work / "app-sentences", answerer)
         )
         entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
-        entry["answerability"] = answerability(app, embeddings)  # the same app
+        entry["answerability"] = answerability(app, embeddings, settings.threads)  # same app
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
     print_table("golden", entry)

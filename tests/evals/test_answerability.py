@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from cardrag.app.grading import ACROSS_LANGUAGES, FEATURES, SAME_LANGUAGE, Calibrations
 from cardrag.evals.answerability import (
@@ -16,19 +18,26 @@ from cardrag.evals.answerability import (
     Scored,
     auroc,
     best_answerability,
+    best_threshold,
     choose_threshold,
     evaluate,
+    featurise,
     fit,
     held_out_ids,
+    normalised_score,
     parts,
     question_score,
     questions,
+    refusal_pair,
     relation_part,
     training_rows,
 )
 from cardrag.evals.cases import load_golden_cases, load_translated, load_uncovered
 from cardrag.ingest.cards import load_cards
-from tests.conftest import CARDS_DIR
+from cardrag.ingest.index import open_index
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+from tests.conftest import CARDS_DIR, REAL_MODEL
 
 
 def test_the_uncovered_set_is_what_issue_17_asks_for() -> None:
@@ -71,7 +80,7 @@ def _scored(
     qid: str, answerable: bool, score: float, card: str = "c", same_language: bool = True
 ) -> Scored:
     feats = {name: 0.0 for names in FEATURES.values() for name in names}
-    feats |= {"score": score, "same_language": float(same_language)}
+    feats |= {"score": score, "same_language": float(same_language), "normalised_score": 0.0}
     q = Question(qid, qid, answerable, "golden" if answerable else "uncovered", "en", "k", [card])
     return Scored(q, [(card, feats, ())])
 
@@ -148,6 +157,43 @@ def test_held_out_aurocs_are_given_overall_and_per_question_language() -> None:
     assert np.isnan(figures["auroc_by_language"]["es"][top])  # no question in Spanish
 
 
+def test_each_signal_is_measured_at_a_threshold_chosen_on_the_tuning_part() -> None:
+    tuning = [_scored("g1", True, 0.9), _scored("g2", True, 0.8)]
+    tuning += [_scored("u1", False, 0.7), _scored("u2", False, 0.85)]
+    held = [_scored("g3", True, 0.74), _scored("g4", True, 0.95), _scored("u3", False, 0.76)]
+    held += [_scored("u4", False, 0.7), _scored("p1", True, 0.6), _scored("p2", False, 0.9)]
+    held[4].question.language = held[5].question.language = "pt"
+    calibration = fit(*training_rows(tuning, SAME_LANGUAGE), "fake", FEATURES[SAME_LANGUAGE])
+    figures = evaluate(held, Calibrations(calibration, calibration), tuning)
+    top = figures["signal_pairs"]["top similarity (the gate's score)"]
+    assert top["threshold"] == 0.75  # tuning: 0.8 kept, 0.7 refused; 0.85 cannot be split off
+    assert top["en"] == {"unanswerable": 2, "refused": 0.5, "answerable": 2, "false_refused": 0.5}
+    assert top["pt"] == {"unanswerable": 1, "refused": 0.0, "answerable": 1, "false_refused": 1.0}
+    every = {"unanswerable": 3, "refused": 0.333, "answerable": 3, "false_refused": 0.667}
+    assert top["all"] == every
+    assert top["es"] == {"unanswerable": 0, "refused": None, "answerable": 0, "false_refused": None}
+    # measured only where it was: the cross-encoder is NaN in these fake features
+    assert "cross-encoder (English questions only)" not in figures["signal_pairs"]
+    assert evaluate(held, Calibrations(calibration, calibration)).get("signal_pairs") is None
+
+
+def test_the_best_threshold_maximises_refused_unanswerable_less_refused_answerable() -> None:
+    assert best_threshold([(0.9, True), (0.8, True), (0.7, False), (0.85, False)]) == 0.75
+    assert best_threshold([(0.5, True), (0.5, False)]) == -0.5  # nothing separates: refuse none
+    assert best_threshold([(1.0, False), (0.0, True)]) == -1.0  # reversed: refusing helps none
+    assert refusal_pair([(0.2, False), (0.9, True), (0.4, True)], 0.5) == {
+        "unanswerable": 1,
+        "refused": 1.0,
+        "answerable": 2,
+        "false_refused": 0.5,
+    }
+
+
+def test_a_score_is_normalised_by_the_question_s_similarities_over_the_index() -> None:
+    assert normalised_score(0.9, np.array([0.7, 0.8, 0.9])) == pytest.approx(1.224745, abs=1e-6)
+    assert normalised_score(0.8, np.array([0.8, 0.8])) == 0.0  # no spread: the difference
+
+
 def test_auroc_counts_pairs_and_half_ties() -> None:
     assert auroc([0.9, 0.8], [0.1, 0.8]) == pytest.approx(0.875)
     assert np.isnan(auroc([], [0.1]))
@@ -171,3 +217,33 @@ def test_adding_the_translated_questions_moved_no_other_question_between_parts(
     assert held_out_ids(without) == {qid for qid in held if not qid.startswith("translated:")}
     translated = [qid for qid in held if qid.startswith("translated:")]
     assert len(translated) == 39  # 30 % of each language and kind
+
+
+def test_featurise_measures_without_the_gate_with_the_index_and_the_cross_encoder(
+    shipped_index_dir: Path, real_embeddings: Embeddings
+) -> None:
+    from cardrag.retrievers.rerank import load_cross_encoder
+
+    index = open_index(shipped_index_dir, real_embeddings)
+    retriever = ScoredParentDocumentRetriever.from_index(
+        index, Settings(embedding_model=REAL_MODEL)
+    )
+    assert retriever.min_similarity is not None  # a gated retriever: featurise turns it off
+    asked = [
+        Question("g", "Should I take levothyroxine on an empty stomach?", True, "a", "en", "k"),
+        Question("u", "Who won the football world cup in 1998?", False, "b", "en", "k"),
+        Question("p", "Posso tomar levotiroxina com café?", True, "c", "pt", "k"),
+    ]
+    golden, football, portuguese = featurise(
+        asked, retriever, real_embeddings, 3, load_cross_encoder(1)
+    )
+    assert [len(s.cards) for s in (golden, football, portuguese)] == [3, 3, 3]  # gate off
+    assert retriever.invoke(asked[1].text) == []  # which the gate would have refused
+    top = golden.cards[0]
+    assert top[0] == "card-levothyroxine-routine"
+    best_football = max(f["cross_encoder"] for _, f, _ in football.cards)
+    assert top[1]["cross_encoder"] > best_football + 2 * 0.8  # LOGIT_TOLERANCE, twice
+    # standard deviations above the question's mean over every row of the index
+    best_normalised = max(f["normalised_score"] for _, f, _ in football.cards)
+    assert top[1]["normalised_score"] > best_normalised + 0.5  # measured 2.73 and 1.79
+    assert all(math.isnan(f["cross_encoder"]) for _, f, _ in portuguese.cards)  # English only

@@ -83,6 +83,15 @@ def test_answerability_aurocs_render_overall_and_per_language() -> None:
     ]
 
 
+def test_each_signal_s_refusal_pair_renders_with_its_threshold() -> None:
+    pair = {"unanswerable": 10, "refused": 0.9, "answerable": 20, "false_refused": 0.05}
+    empty = {"unanswerable": 0, "refused": None, "answerable": 0, "false_refused": None}
+    graded = {"signal_pairs": {"cross-encoder": {"threshold": -2.2124, "all": pair, "pt": empty}}}
+    lines = render({"golden": _entry(answerability=graded)}).splitlines()
+    start = lines.index("| signal | threshold | all | pt |")
+    assert lines[start + 2] == "| cross-encoder | -2.212 | 90% / 5% | n/a / n/a |"
+
+
 def test_update_keeps_other_datasets_and_rewrites_the_markdown(tmp_path: Path) -> None:
     update_report(tmp_path, "a", _entry())
     update_report(tmp_path, "b", _entry(cards=9))
