@@ -345,7 +345,7 @@ SIGNALS: dict[str, Callable[[Scored], float]] = {
     "content coverage (same language)": lambda s: _highest(f["coverage"] for _, f, _ in s.cards),
     "aspect coverage (same language)": lambda s: _highest(f["aspect"] for _, f, _ in s.cards),
     "cross-encoder (English questions only)": lambda s: _highest(
-        f.get("cross_encoder", math.nan) for _, f, _ in s.cards
+        f["cross_encoder"] for _, f, _ in s.cards
     ),
 }
 """Each signal alone, as a question-level score (higher: more answerable; NaN: not measured
@@ -368,14 +368,16 @@ def _values(
     return [(v, a) for v, a in pairs if not math.isnan(v)]
 
 
+def _sides(values: Sequence[tuple[float, bool]]) -> tuple[list[float], list[float]]:
+    """The values of the answerable questions, and of the unanswerable ones."""
+    return [v for v, a in values if a], [v for v, a in values if not a]
+
+
 def signal_aurocs(scored: Sequence[Scored], calibrations: Calibrations) -> dict[str, float]:
     """Each of :data:`SIGNALS` alone, and grading's combination, as an AUROC (rounded)."""
     out = {}
     for name, signal in _signals(calibrations).items():
-        values = _values(scored, signal)
-        pos = [v for v, answerable in values if answerable]
-        neg = [v for v, answerable in values if not answerable]
-        out[name] = round(auroc(pos, neg), 3)
+        out[name] = round(auroc(*_sides(_values(scored, signal))), 3)
     return out
 
 
@@ -391,8 +393,8 @@ def best_threshold(values: Sequence[tuple[float, bool]]) -> float:
     """
     points = sorted({v for v, _ in values})
     cuts = [points[0] - 1.0] + [(a + b) / 2 for a, b in itertools.pairwise(points)]
-    pos = [v for v, answerable in values if answerable] or [math.inf]
-    neg = [v for v, answerable in values if not answerable] or [-math.inf]
+    pos, neg = _sides(values)
+    pos, neg = pos or [math.inf], neg or [-math.inf]
 
     def youden(cut: float) -> float:
         return float(np.mean([v < cut for v in neg]) - np.mean([v < cut for v in pos]))
@@ -403,8 +405,7 @@ def best_threshold(values: Sequence[tuple[float, bool]]) -> float:
 
 def refusal_pair(values: Sequence[tuple[float, bool]], threshold: float) -> dict[str, Any]:
     """Shares refused below ``threshold``: of unanswerable questions, and of answerable ones."""
-    neg = [v for v, answerable in values if not answerable]
-    pos = [v for v, answerable in values if answerable]
+    pos, neg = _sides(values)
     return {
         "unanswerable": len(neg),
         "refused": round(sum(v < threshold for v in neg) / len(neg), 3) if neg else None,

@@ -68,15 +68,13 @@ def _no_card_rows() -> tuple[list[ChildHit], set[str]]:
     return [], set()
 
 
-class _Own(enum.Enum):
-    """The type of :data:`OWN`."""
+class _Gate(enum.Enum):
+    """The per-call ``min_similarity`` of a call that passes none: the retriever's own gate.
 
-    GATE = "own"
+    A per-call ``None`` means no gate, as the field's ``None`` does.
+    """
 
-
-OWN = _Own.GATE
-"""The per-call ``min_similarity`` when a call does not pass one: the retriever's own field.
-A per-call ``None`` means no gate, as the field's ``None`` does."""
+    OWN = "own"
 
 
 class ScoredParentDocumentRetriever(ParentDocumentRetriever):
@@ -216,7 +214,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         filter: Where | None = None,
         k: int | None = None,
-        min_similarity: float | _Own | None = OWN,
+        min_similarity: float | _Gate | None = _Gate.OWN,
     ) -> list[Document]:
         """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields.
 
@@ -339,8 +337,8 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         best = rows.complete([p.best for p in ranked])
         return [replace(p, best=b) for p, b in zip(ranked, best, strict=True)]
 
-    def _floor(self, per_call: float | _Own | None) -> float | None:
-        return self.min_similarity if isinstance(per_call, _Own) else per_call
+    def _floor(self, per_call: float | _Gate | None) -> float | None:
+        return self.min_similarity if isinstance(per_call, _Gate) else per_call
 
     @property
     def _embeddings(self) -> Any:

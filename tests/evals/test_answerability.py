@@ -81,6 +81,7 @@ def _scored(
 ) -> Scored:
     feats = {name: 0.0 for names in FEATURES.values() for name in names}
     feats |= {"score": score, "same_language": float(same_language), "normalised_score": 0.0}
+    feats["cross_encoder"] = math.nan  # measured for English questions in make eval only
     q = Question(qid, qid, answerable, "golden" if answerable else "uncovered", "en", "k", [card])
     return Scored(q, [(card, feats, ())])
 
