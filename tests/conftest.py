@@ -19,7 +19,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -34,6 +34,9 @@ os.environ["CARDRAG_SETTINGS_FILE"] = os.devnull
 from cardrag.ingest.cards import Card, load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 CARDS_DIR = PROJECT_ROOT / "data" / "cards"
 REAL_FIXTURES = frozenset(
@@ -171,6 +174,19 @@ def shipped_index_dir(
         extra_manifest={"embedding_model": REAL_MODEL},
     )
     return store
+
+
+@pytest.fixture
+def shipped_retriever(
+    shipped_index_dir: Path, real_embeddings: Embeddings
+) -> ScoredParentDocumentRetriever:
+    """The default retriever (hybrid, MiniLM's calibrated gate) on the session's shipped index."""
+    from cardrag.ingest.index import open_index
+    from cardrag.ingest.settings import Settings
+    from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+
+    index = open_index(shipped_index_dir, real_embeddings)
+    return ScoredParentDocumentRetriever.from_index(index, Settings(embedding_model=REAL_MODEL))
 
 
 @pytest.fixture

@@ -34,10 +34,8 @@ from cardrag.evals.answerability import (
 )
 from cardrag.evals.cases import load_golden_cases, load_translated, load_uncovered
 from cardrag.ingest.cards import load_cards
-from cardrag.ingest.index import open_index
-from cardrag.ingest.settings import Settings
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
-from tests.conftest import CARDS_DIR, REAL_MODEL
+from tests.conftest import CARDS_DIR
 
 
 def test_the_uncovered_set_is_what_issue_17_asks_for() -> None:
@@ -221,14 +219,11 @@ def test_adding_the_translated_questions_moved_no_other_question_between_parts(
 
 
 def test_featurise_measures_without_the_gate_with_the_index_and_the_cross_encoder(
-    shipped_index_dir: Path, real_embeddings: Embeddings
+    shipped_retriever: ScoredParentDocumentRetriever, real_embeddings: Embeddings
 ) -> None:
     from cardrag.retrievers.rerank import load_cross_encoder
 
-    index = open_index(shipped_index_dir, real_embeddings)
-    retriever = ScoredParentDocumentRetriever.from_index(
-        index, Settings(embedding_model=REAL_MODEL)
-    )
+    retriever = shipped_retriever
     assert retriever.min_similarity is not None  # a gated retriever: featurise turns it off
     asked = [
         Question("g", "Should I take levothyroxine on an empty stomach?", True, "a", "en", "k"),

@@ -673,14 +673,11 @@ def test_sentence_window_is_the_prompt_text_and_never_changes_the_ranking(
 
 
 def test_the_gate_only_removes_cards_from_the_ungated_ranking(
-    shipped_index_dir: Path, real_embeddings: Embeddings
+    shipped_retriever: ScoredParentDocumentRetriever,
 ) -> None:
     # every golden question, the shipped hybrid: the gated cards start with the ungated
     # ranking's passing cards, in its order (ranking only the passing cards reordered 12 of 88)
-    index = open_index(shipped_index_dir, real_embeddings)
-    retriever = ScoredParentDocumentRetriever.from_index(
-        index, Settings(embedding_model=REAL_MODEL)
-    )
+    retriever = shipped_retriever
     gate = retriever.min_similarity
     assert gate is not None
     assert retriever.bm25 is not None
