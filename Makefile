@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q --upgrade pip
 	# torch first and pinned: pip takes the CPU build from this machine's disk
 	$(VENV)/bin/pip install -q torch==2.13.0
-	$(VENV)/bin/pip install -q -e ".[test]"
+	$(VENV)/bin/pip install -q -e ".[app,test]"
 	touch $(STAMP)
 
 .venv: $(STAMP) ## create the virtual environment and install cardrag with its test extras

@@ -160,7 +160,7 @@ class Scored:
 
 def index_rows(retriever: ScoredParentDocumentRetriever) -> np.ndarray:
     """Every row vector of the retriever's index (one per child, and per card row if any)."""
-    got = retriever.vectorstore.get(include=["embeddings"])
+    got = retriever.collections.children.get(include=["embeddings"])
     return np.asarray(got["embeddings"], dtype=float)
 
 

@@ -19,7 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_huggingface import HuggingFaceEmbeddings
+
+try:
+    from langchain_huggingface import HuggingFaceEmbeddings
+except ImportError:  # the retriever alone (no `app` extra) needs no bundled model
+    HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +134,9 @@ def load_embeddings(model: str, threads: int = 1) -> Embeddings:
     if model in BACKENDS:
         return BACKENDS[model](threads=threads)  # type: ignore[call-arg]
     path = resolve_model_path(model)  # an unknown model fails before torch is imported
+    if HuggingFaceEmbeddings is None:
+        msg = f"the embedding model {model!r} needs the app extra: pip install 'cardrag[app]'"
+        raise ImportError(msg)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch

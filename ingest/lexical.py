@@ -127,6 +127,11 @@ class BM25Index:
     """The languages the rows are written in (a question is analysed in each)."""
     stemmed: tuple[str, ...] = ()
     """Languages whose tokens are stemmed (at indexing and at search alike)."""
+    texts: list[str] | None = None
+    """Every row's text and (``row_languages``) language, kept by an index that is updated
+    in place (:meth:`updated`, a retriever built by hand); None where an ingest rebuilds it."""
+    row_languages: list[str] | None = None
+    """The language each row was analysed in (with ``texts``)."""
 
     @classmethod
     def build(
@@ -138,10 +143,12 @@ class BM25Index:
         row_languages: Sequence[str] | None = None,
         *,
         stemmed: Sequence[str] = (),
+        keep_texts: bool = False,
     ) -> BM25Index:
         """Index child texts, each analysed in its language (English without ``row_languages``).
 
-        ``restricted`` flags rows of restricted cards.
+        ``restricted`` flags rows of restricted cards; ``keep_texts`` keeps the texts for
+        :meth:`updated`.
         """
         import bm25s
 
@@ -156,7 +163,67 @@ class BM25Index:
             model.scores = impact_ordered(model.scores)
         flags = list(restricted) if restricted is not None else [False] * len(child_ids)
         languages = tuple(sorted(set(langs))) or ("en",)
-        return cls(list(child_ids), list(parent_ids), model, flags, languages, tuple(stemmed))
+        kept = (list(texts), langs) if keep_texts else (None, None)
+        return cls(
+            list(child_ids), list(parent_ids), model, flags, languages, tuple(stemmed), *kept
+        )
+
+    def updated(
+        self,
+        removed: Iterable[str],
+        rows: Iterable[tuple[str, str, dict[str, Any]]],
+        *,
+        id_key: str = md.PARENT_ID,
+    ) -> BM25Index:
+        """A new index: the rows of ``removed`` parents gone, ``rows`` added (bm25s is static).
+
+        ``rows`` are ``(child id, text, metadata)`` as :meth:`from_rows` takes them. Only an
+        index that kept its texts can be updated.
+
+        Example:
+            >>> index = BM25Index.build(["a::00"], ["a"], ["Fridge."], keep_texts=True)
+            >>> index = index.updated(["a"], [("b::00", "Keep it cold.", {"doc_id": "b"})],
+            ...                       id_key="doc_id")
+            >>> index.child_ids, [p for _, p, _ in index.search("cold", 3)]
+            (['b::00'], ['b'])
+        """
+        if self.texts is None or self.row_languages is None:
+            msg = "this BM25 index did not keep its texts (build it with keep_texts=True)"
+            raise ValueError(msg)
+        gone = set(removed)
+        old = [
+            (c, p, t, r, lang)
+            for c, p, t, r, lang in zip(
+                self.child_ids,
+                self.parent_ids,
+                self.texts,
+                self.restricted or [False] * len(self.child_ids),
+                self.row_languages,
+                strict=True,
+            )
+            if p not in gone
+        ]
+        new = [
+            (
+                c,
+                str(meta.get(id_key, "")),
+                text,
+                meta.get(md.SENSITIVITY) == "restricted",
+                str(meta.get(md.LANGUAGE) or detect(text)),
+            )
+            for c, text, meta in rows
+            if meta.get(md.CHUNK_INDEX) != md.CARD_ROW
+        ]
+        every = [*old, *new]
+        return BM25Index.build(
+            [r[0] for r in every],
+            [r[1] for r in every],
+            [r[2] for r in every],
+            [r[3] for r in every],
+            [r[4] for r in every],
+            stemmed=self.stemmed,
+            keep_texts=True,
+        )
 
     def tokens(self, query: str) -> list[str]:
         """The question's tokens: its analysis in each language of the rows, pooled.
@@ -252,6 +319,11 @@ class BM25Index:
             "languages": list(self.languages),
             "stemmed": list(self.stemmed),
             "impact_ordered": True,
+            **(
+                {"texts": self.texts, "row_languages": self.row_languages}
+                if self.texts is not None
+                else {}
+            ),
         }
         (folder / CHILD_IDS).write_text(json.dumps(rows), encoding="utf-8")
 
@@ -267,31 +339,54 @@ class BM25Index:
         restricted = rows.get("restricted") or [False] * len(rows["child_ids"])
         languages = tuple(rows.get("languages") or ["en"])
         stemmed = tuple(rows.get("stemmed") or ())
-        return cls(rows["child_ids"], rows["parent_ids"], model, restricted, languages, stemmed)
+        return cls(
+            rows["child_ids"],
+            rows["parent_ids"],
+            model,
+            restricted,
+            languages,
+            stemmed,
+            rows.get("texts"),
+            rows.get("row_languages"),
+        )
 
-    def save_to(self, store: BaseStore[str, bytes]) -> None:
-        """Write the index files into a byte store, as ``bm25/{file}`` keys (see :meth:`save`)."""
+    def save_to(self, store: BaseStore[str, bytes], prefix: str = STORE_PREFIX) -> None:
+        """Write the index files into a byte store, as ``{prefix}{file}`` keys (:meth:`save`).
+
+        Files an earlier save wrote under ``prefix`` and this one does not are removed.
+        """
         with tempfile.TemporaryDirectory(prefix="cardrag-bm25-") as tmp:
             self.save(Path(tmp))
             files = sorted(Path(tmp).iterdir())
-            store.mset([(f"{STORE_PREFIX}{f.name}", f.read_bytes()) for f in files])
+            names = {f"{prefix}{f.name}" for f in files}
+            old = [k for k in store.yield_keys() if k.startswith(prefix) and k not in names]
+            store.mset([(f"{prefix}{f.name}", f.read_bytes()) for f in files])
+            if old:
+                store.mdelete(old)
 
     @classmethod
-    def load_from(cls, store: BaseStore[str, bytes]) -> BM25Index | None:
+    def load_from(
+        cls, store: BaseStore[str, bytes], prefix: str = STORE_PREFIX
+    ) -> BM25Index | None:
         """Read an index written by :meth:`save_to` (None when the store holds none)."""
         # every key, filtered here: RedisStore reads ``prefix`` as a whole pattern, not a prefix
-        keys = sorted(k for k in store.yield_keys() if k.startswith(STORE_PREFIX))
-        if f"{STORE_PREFIX}{CHILD_IDS}" not in keys:
+        keys = sorted(k for k in store.yield_keys() if k.startswith(prefix))
+        if f"{prefix}{CHILD_IDS}" not in keys:
             return None
         with tempfile.TemporaryDirectory(prefix="cardrag-bm25-") as tmp:
             for key, data in zip(keys, store.mget(keys), strict=True):
                 if data is not None:
-                    (Path(tmp) / key.removeprefix(STORE_PREFIX)).write_bytes(data)
+                    (Path(tmp) / key.removeprefix(prefix)).write_bytes(data)
             return cls.load(Path(tmp))
 
     @classmethod
     def from_rows(
-        cls, rows: Iterable[tuple[str, str, dict[str, Any]]], *, stemmed: Sequence[str] = ()
+        cls,
+        rows: Iterable[tuple[str, str, dict[str, Any]]],
+        *,
+        stemmed: Sequence[str] = (),
+        id_key: str = md.PARENT_ID,
+        keep_texts: bool = False,
     ) -> BM25Index:
         """Index ``(child id, text, metadata)`` rows, in order (card rows are left out).
 
@@ -302,16 +397,22 @@ class BM25Index:
         kept = [row for row in kept if row[2].get(md.CHUNK_INDEX) != md.CARD_ROW]
         return cls.build(
             [i for i, _, _ in kept],
-            [str(meta.get(md.PARENT_ID, "")) for _, _, meta in kept],
+            [str(meta.get(id_key, "")) for _, _, meta in kept],
             [text for _, text, _ in kept],
             [meta.get(md.SENSITIVITY) == "restricted" for _, _, meta in kept],
             [str(meta.get(md.LANGUAGE) or detect(text)) for _, text, meta in kept],
             stemmed=stemmed,
+            keep_texts=keep_texts,
         )
 
     @classmethod
     def from_collections(
-        cls, collections: Sequence[Any], *, stemmed: Sequence[str] = ()
+        cls,
+        collections: Sequence[Any],
+        *,
+        stemmed: Sequence[str] = (),
+        id_key: str = md.PARENT_ID,
+        keep_texts: bool = False,
     ) -> BM25Index:
         """Rebuild from the child rows of Chroma collections (after a write to an open index).
 
@@ -329,7 +430,7 @@ class BM25Index:
                 rows += zip(page["ids"], page["documents"], page["metadatas"], strict=True)
                 if len(page["ids"]) < READ_PAGE:
                     break
-        return cls.from_rows(rows, stemmed=stemmed)
+        return cls.from_rows(rows, stemmed=stemmed, id_key=id_key, keep_texts=keep_texts)
 
 
 def impact_ordered(scores: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ vector store and the parent store live in a folder of the project.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -19,10 +20,26 @@ from pydantic_settings import (
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-"""The folder that holds ``pyproject.toml`` (also the default home of the store)."""
-SETTINGS_FILE = PROJECT_ROOT / "cardrag.toml"
-"""Settings written by ``cardrag tune`` (``CARDRAG_SETTINGS_FILE`` points elsewhere);
-environment variables override it, it overrides the defaults."""
+"""The folder that holds ``pyproject.toml`` in a checkout (the evaluation's and the benchmarks'
+home; in an installed wheel it is ``site-packages/cardrag``, so no default points there)."""
+SETTINGS_FILE = Path("cardrag.toml")
+"""Settings written by ``cardrag tune``, in the working directory (``CARDRAG_SETTINGS_FILE``
+points elsewhere); environment variables override it, it overrides the defaults."""
+STORE_DIR = Path(".cardrag")
+"""The default store folder, in the working directory (``CARDRAG_STORE_DIR`` elsewhere)."""
+
+
+def shipped_cards() -> Path:
+    """The 38 medication cards that come with cardrag (``data/cards``; in a wheel, inside it).
+
+    Example:
+        >>> len(list(shipped_cards().glob("*.md")))
+        38
+    """
+    spec = importlib.util.find_spec("cardrag.cards")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else PROJECT_ROOT / "data" / "cards"
+
 
 Chunker = Literal["none", "parent_child", "sentence_window"]
 """The ways a card can be split into children (``CARDRAG_CHUNKER``)."""
@@ -40,7 +57,7 @@ score on different scales: e5 puts unrelated text near 0.75, so its gap is narro
 
 def settings_file() -> Path:
     """The tuned settings file in force (``CARDRAG_SETTINGS_FILE``, else ``cardrag.toml``)."""
-    return Path(os.environ.get("CARDRAG_SETTINGS_FILE") or SETTINGS_FILE)
+    return Path(os.environ.get("CARDRAG_SETTINGS_FILE") or Path.cwd() / SETTINGS_FILE)
 
 
 class Settings(BaseSettings):
@@ -80,11 +97,12 @@ class Settings(BaseSettings):
     namespace: str = Field(default="cardrag", pattern=r"^[a-z0-9][a-z0-9_-]{1,40}$")
     """Prefix of the collections and Redis keys of this knowledge base on shared servers."""
 
-    cards_dir: Path = PROJECT_ROOT / "data" / "cards"
-    """Folder of Markdown cards with YAML front matter."""
+    cards_dir: Path = Field(default_factory=shipped_cards)
+    """Folder of Markdown cards with YAML front matter (default: the shipped cards)."""
 
-    store_dir: Path = PROJECT_ROOT / ".cardrag"
-    """Folder holding the built indexes and the pointer to the current one."""
+    store_dir: Path = Field(default_factory=lambda: Path.cwd() / STORE_DIR)
+    """Folder holding the built indexes and the pointer to the current one (default:
+    ``.cardrag`` in the working directory)."""
 
     chunk_size: int = Field(default=400, gt=0)
     """Largest child chunk, in characters, before the overlap and the title are added."""

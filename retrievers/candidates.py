@@ -4,7 +4,8 @@ The retriever asks the index for a window of rows per ranking; :func:`first_fetc
 :func:`next_fetch` size that window (it doubles, up to ``max_fetch``, while it has not found
 ``k`` parents); :func:`resolve` gives parents that only BM25 found their dense rows, read by
 id, so the similarity gate can judge them, and :func:`card_rows_of` their whole-card rows
-(and which candidates have none). Pure functions (apart from the reads they are handed),
+(and which candidates have none); :func:`best_rows` names the rows to score where the store
+gives no vectors back. Pure functions (apart from the reads they are handed),
 shared by the sync and async paths.
 """
 
@@ -14,23 +15,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.collections import Where
-from cardrag.ingest.index.search import ChildHit, RowReader
+from cardrag.ingest.index.search import ChildHit
 from cardrag.retrievers.fusion import ParentHit
+from cardrag.retrievers.stores import Reader, StoreFilter
 
 
 def resolve(
-    rows: RowReader,
+    rows: Reader,
     vector: list[float],
     windows: set[str],
     lexical: Sequence[ParentHit],
     rows_of: Callable[[Sequence[str]], list[str]],
-    where: Where | None,
+    where: StoreFilter | None,
 ) -> list[ChildHit]:
     """Dense hits for parents BM25 found but neither dense window did (``windows``).
 
     Every row of those parents (``rows_of``: their child ids, from the BM25 index) is read by
-    id and scored against the question (:meth:`RowReader.by_ids`), with the same ``where``
+    id and scored against the question (``rows.by_ids``), with the same ``where``
     over the same collections, so filters and the restricted exclusion apply to BM25
     candidates too. It gives each such parent its dense similarity, the best over all its
     rows as for any other parent, for the gate. At most one BM25 window of parents is read,
@@ -43,12 +44,12 @@ def resolve(
 
 
 def card_rows_of(
-    rows: RowReader,
+    rows: Reader,
     vector: list[float],
     candidates: Sequence[str],
     windows: set[str],
     cards: Sequence[ChildHit],
-    where: Where | None,
+    where: StoreFilter | None,
 ) -> tuple[list[ChildHit], set[str]]:
     """The whole-card rows of BM25-only parents, and the candidates that have none.
 
@@ -108,3 +109,18 @@ def next_fetch(
     if min_similarity is not None and hits and hits[-1].score < min_similarity:
         return None
     return min(fetch * 2, max_fetch)
+
+
+def best_rows(lexical: Sequence[ParentHit]) -> Callable[[Sequence[str]], list[str]]:
+    """For a store read through its public API: each parent's best BM25 child, to be scored.
+
+    (Chroma reads every row of those parents by id with its vector; another store's rows are
+    embedded again, so only the one BM25 found best is: its similarity is a lower bound of
+    the parent's best child.)
+    """
+    best = {p.parent_id: p.best.child_id for p in lexical}
+
+    def rows_of(parent_ids: Sequence[str]) -> list[str]:
+        return [best[p] for p in parent_ids if p in best]
+
+    return rows_of

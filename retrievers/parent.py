@@ -1,10 +1,15 @@
-"""The scored parent-document retriever: search small children, return k whole parent cards.
+"""The scored parent-document retriever: search small children, return k whole parents.
 
-What it fixes in LangChain's ``ParentDocumentRetriever``: k counts parents, not children;
-every parent carries the similarity of its best child and which child matched; a
-``min_similarity`` gate; per-call Chroma filters; deterministic child ids, so re-adding a
-card replaces its rows. Optionally it fuses, at the parent level, the dense ranking with a
-BM25 ranking of the same children and with whole-card rows (reciprocal rank fusion).
+A drop-in for LangChain's ``ParentDocumentRetriever``: the same fields with the same meaning
+(``vectorstore``, ``docstore`` or ``byte_store``, ``child_splitter``, ``parent_splitter``,
+``id_key``, ``child_metadata_fields``, ``search_kwargs``, ``search_type``), over any LangChain
+vector store and any documents. What it adds: k counts parents, not children; every parent
+carries the similarity of its best child and which child matched; a ``min_similarity`` gate
+(``search_type="similarity_score_threshold"`` sets it); per-call filters; deterministic child
+ids, so re-adding a parent replaces its children and ``delete`` removes them; a
+``DocumentIndex``, so LangChain's indexing API keeps parents and children in step. Optionally
+it fuses, at the parent level, the dense ranking with a BM25 ranking of the same children
+(``hybrid``) and with whole-card rows (reciprocal rank fusion).
 """
 
 from __future__ import annotations
@@ -25,18 +30,23 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
 from langchain_core.runnables.config import run_in_executor
+from langchain_core.stores import ByteStore
+from langchain_core.vectorstores import VectorStore
+from langchain_text_splitters import TextSplitter
 from pydantic import Field, model_validator
 
+from cardrag.ingest import documents as split
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Collections, Index, delete_documents, upsert_documents
-from cardrag.ingest.index.collections import Where, merge_filters
-from cardrag.ingest.index.rows import with_ids
+from cardrag.ingest.index.collections import merge_filters
 from cardrag.ingest.index.search import ChildHit, RowReader
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings, default
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.candidates import (
+    best_rows,
     card_rows_of,
     first_fetch,
     next_fetch,
@@ -44,8 +54,16 @@ from cardrag.retrievers.candidates import (
     without_card_row,
 )
 from cardrag.retrievers.expansion import assemble, finish
+from cardrag.retrievers.fields import field_problems
 from cardrag.retrievers.fusion import FusionWeights, ParentHit, best_per_parent, rank_parents
 from cardrag.retrievers.rerank import reranker_from
+from cardrag.retrievers.stores import (
+    Reader,
+    StoreFilter,
+    StoreReader,
+    combine_filters,
+    store_embeddings,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +95,16 @@ class _Gate(enum.Enum):
     OWN = "own"
 
 
-class ScoredParentDocumentRetriever(ParentDocumentRetriever):
-    """Return ``k`` distinct parent cards ranked by their best child, with scores.
+BM25_PREFIX = "cardrag-bm25/"
+"""Key prefix of a hybrid retriever's BM25 files in its ``bm25_store``."""
+
+
+class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
+    """Return ``k`` distinct parents ranked by their best child, with scores.
+
+    Built as LangChain's ``ParentDocumentRetriever`` is (any vector store, any
+    ``TextSplitter``, documents from any loader), or over an index ``cardrag ingest`` built
+    (:meth:`from_index`).
 
     How many cards come back: ``k`` is an upper bound. The retriever returns exactly ``k``
     distinct cards whenever at least ``k`` cards pass the filters (``filter``, restricted
@@ -91,22 +117,25 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     without the gate (left out, the retriever's own applies).
 
     Example:
-        >>> from cardrag.ingest.embeddings import load_embeddings   # doctest: +SKIP
-        >>> from cardrag.ingest.index import open_index  # doctest: +SKIP
-        >>> from cardrag.ingest.settings import Settings, default  # doctest: +SKIP
-        >>> settings = Settings()  # doctest: +SKIP
-        >>> model = settings.embedding_model  # doctest: +SKIP
-        >>> index = open_index(settings.store_dir, load_embeddings(model), model)  # doctest: +SKIP
-        >>> retriever = ScoredParentDocumentRetriever(  # doctest: +SKIP
-        ...     vectorstore=index.vectorstore, docstore=index.docstore, k=3)
-        >>> docs = retriever.invoke("Can I take it with food?",  # doctest: +SKIP
-        ...                         filter={"topics": {"$contains": "food-timing"}})
-        >>> [(d.id, round(d.metadata["score"], 2)) for d in docs]  # doctest: +SKIP
-        [('card-...', 0.6...), ...]
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.stores import InMemoryStore
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langchain_text_splitters import RecursiveCharacterTextSplitter
+        >>> retriever = ScoredParentDocumentRetriever(
+        ...     vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=16)),
+        ...     docstore=InMemoryStore(),
+        ...     child_splitter=RecursiveCharacterTextSplitter(chunk_size=20, chunk_overlap=0),
+        ...     k=1,
+        ... )
+        >>> retriever.add_documents([Document("Tea is a drink."), Document("Rice is a grain.")],
+        ...                         ids=["tea", "rice"])
+        >>> [(d.id, d.metadata["score"]) for d in retriever.invoke("Rice is a grain.")]
+        [('rice', 1.0)]
     """
 
-    vectorstore: Chroma
-    """The children collection (Chroma, with its declared distance space)."""
+    vectorstore: VectorStore
+    """The children's vector store: Chroma (the fast path: lean reads, whole-card rows, the
+    restricted collection) or any other LangChain ``VectorStore``."""
     card_rows_store: Chroma | None = None
     """The whole-card rows' own collection (as ``cardrag ingest`` builds it); None: card rows,
     if any, share ``vectorstore`` and a ``chunk_index`` filter tells the kinds apart."""
@@ -114,22 +143,26 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """The restricted cards' own collection, searched only with ``allow_restricted``; None:
     their rows share the other collections and a ``sensitivity`` filter in the query excludes
     them."""
-    child_splitter: CardSplitter = Field(default_factory=CardSplitter)
-    """Splits parents into children on ``add_documents``."""
-    id_key: str = md.PARENT_ID
-    """Child metadata key holding the parent's id."""
+    child_splitter: TextSplitter = Field(default_factory=CardSplitter)
+    """Splits parents into children on ``add_documents`` (any ``TextSplitter``; the default
+    :class:`~cardrag.ingest.splitter.CardSplitter` overlaps on word boundaries, puts a
+    ``title`` on the first child and records every child's offsets)."""
+    id_key: str = "doc_id"
+    """Child metadata key holding the parent's id (LangChain's default; an index ``cardrag
+    ingest`` built uses ``parent_id``)."""
     k: int = Field(default=default("k"), ge=1)
-    """Distinct parents to return."""
+    """Distinct parents to return (``search_kwargs["k"]`` sets it too)."""
     fetch_multiplier: int = Field(default=default("fetch_multiplier"), ge=1)
     """The first search fetches ``k * fetch_multiplier`` children."""
     max_fetch: int = Field(default=default("max_fetch"), ge=1)
     """Upper bound on children fetched for one question (the window doubles up to it)."""
     min_similarity: float | None = None
-    """Drop parents whose best child similarity is below this; ``None`` keeps all. (The
-    calibrated value depends on the embedding model: :meth:`from_index` sets
-    ``Settings.effective_min_similarity``.)"""
-    filter: Where | None = None
-    """A Chroma ``where`` filter always applied (combined with any per-call filter)."""
+    """Drop parents whose best child similarity is below this; ``None`` keeps all
+    (``search_kwargs["score_threshold"]`` sets it too). The calibrated value depends on the
+    embedding model: :meth:`from_index` sets ``Settings.effective_min_similarity``."""
+    filter: StoreFilter | None = None
+    """A filter always applied, in the store's own form (a Chroma ``where``, a callable for
+    ``InMemoryVectorStore``), combined with ``search_kwargs["filter"]`` and any per-call one."""
     allow_restricted: bool = False
     """Return cards whose ``sensitivity`` is ``restricted`` (excluded in the query by default)."""
     allow_internal: bool = False
@@ -141,6 +174,13 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
     """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
     bm25: BM25Index | None = None
     """BM25 over the same children; when set, its parent ranking is fused with the dense one."""
+    hybrid: bool = False
+    """Fuse BM25 over the children with the dense ranking. Without ``bm25`` the retriever makes
+    one (read from ``bm25_store``, else from a Chroma store's rows, else empty) and keeps it
+    in step with ``add_documents`` and ``delete``."""
+    bm25_store: ByteStore | None = None
+    """Where a hybrid retriever keeps its BM25 index across processes (any ``ByteStore``, keys
+    under ``cardrag-bm25/``); None: in memory, rebuilt from the rows of a Chroma store."""
     dense_weight: float = Field(default=default("dense_weight"), ge=0)
     """RRF weight of the dense best-child ranking."""
     card_weight: float = Field(default=default("card_weight"), ge=0)
@@ -171,6 +211,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """
         values: dict[str, Any] = {
             "docstore": index.docstore,
+            "id_key": md.PARENT_ID,
             "child_splitter": CardSplitter.from_settings(settings),
             "k": settings.k,
             "fetch_multiplier": settings.fetch_multiplier,
@@ -195,15 +236,32 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             vectorstore=collections.children,
             card_rows_store=collections.cards,
             restricted_store=collections.restricted,
-            **fields,
+            **{"id_key": md.PARENT_ID, **fields},
         )
 
     @model_validator(mode="after")
-    def _check_fetch(self) -> ScoredParentDocumentRetriever:
-        if self.max_fetch < self.k:
-            msg = f"max_fetch ({self.max_fetch}) must be at least k ({self.k})"
+    def _check_fields(self) -> ScoredParentDocumentRetriever:
+        """Refuse what cannot be honoured, with the reason; make the hybrid BM25 index."""
+        for problem in field_problems(self):
+            raise ValueError(problem)
+        if self.max_fetch < self._k:
+            msg = f"max_fetch ({self.max_fetch}) must be at least k ({self._k})"
             raise ValueError(msg)
+        if self.hybrid and self.bm25 is None:
+            self.bm25 = self._open_bm25()
         return self
+
+    def _open_bm25(self) -> BM25Index:
+        """The hybrid retriever's BM25: saved in ``bm25_store``, or over Chroma's rows, or new."""
+        if self.bm25_store is not None:
+            saved = BM25Index.load_from(self.bm25_store, BM25_PREFIX)
+            if saved is not None:
+                return saved
+        if isinstance(self.vectorstore, Chroma):
+            return BM25Index.from_collections(
+                self.collections.with_children(), id_key=self.id_key, keep_texts=True
+            )
+        return BM25Index.build([], [], [], keep_texts=True)
 
     # -- retrieval ----------------------------------------------------------------------------
 
@@ -212,18 +270,20 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         query: str,
         *,
         run_manager: CallbackManagerForRetrieverRun,
-        filter: Where | None = None,
+        filter: StoreFilter | None = None,
         k: int | None = None,
         min_similarity: float | _Gate | None = _Gate.OWN,
     ) -> list[Document]:
-        """Per-call ``filter`` (Chroma ``where``), ``k`` and ``min_similarity`` override fields.
+        """Per-call ``filter`` (in the store's form), ``k`` and ``min_similarity`` add to fields.
 
         ``min_similarity=None`` ranks without the gate; left out, the field applies.
         """
-        want, floor, where = k or self.k, self._floor(min_similarity), self._where(filter)
+        want, floor, where = k or self._k, self._floor(min_similarity), self._where(filter)
         pool = max(want, self.rerank_candidates) if self.reranker is not None else want
         vector = self._embeddings.embed_query(query)
-        rows = self.rows
+        rows = self._reader(query)
+        # another store's filter cannot be applied to BM25's candidates: dense only then
+        lexical_on = isinstance(self.vectorstore, Chroma) or where is None
         fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
         while True:
             # the three rankings' windows of the same size: children, card rows, BM25
@@ -232,13 +292,14 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
                 partial(rows.nearest, vector, fetch, where, card_rows=True)
                 if self.card_rows
                 else list,
-                partial(self._lexical, query, fetch),
+                partial(self._lexical, query, fetch) if lexical_on else list,
             )
             lexical = best_per_parent(lexical_hits)
             windows = {h.parent_id for h in [*hits, *cards]}
             candidates = [*(h.parent_id for h in hits), *(p.parent_id for p in lexical)]
+            rows_of = self._rows_of if isinstance(rows, RowReader) else best_rows(lexical)
             extra, (more, no_row) = self._together(
-                partial(resolve, rows, vector, windows, lexical, self._rows_of, where),
+                partial(resolve, rows, vector, windows, lexical, rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
                 else _no_card_rows,
@@ -303,8 +364,14 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         """The child ids of the given parents (BM25 indexes every child row)."""
         return self.bm25.rows_of(parent_ids) if self.bm25 is not None else []
 
+    def _reader(self, query: str) -> Reader:
+        """What this retriever reads for one question: Chroma's rows, or any store's."""
+        if isinstance(self.vectorstore, Chroma):
+            return self.rows
+        return StoreReader(self.vectorstore, self._embeddings, self.id_key, query)
+
     def _expand(
-        self, rows: RowReader, ranked: Sequence[ParentHit], k: int
+        self, rows: Reader, ranked: Sequence[ParentHit], k: int
     ) -> tuple[list[Document], list[str]]:
         """The first ``k`` ranked parents that exist and may be shown, read from the docstore.
 
@@ -332,24 +399,34 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
             start += len(part)
         return docs, missing
 
-    def _complete(self, rows: RowReader, ranked: Sequence[ParentHit]) -> list[ParentHit]:
+    def _complete(self, rows: Reader, ranked: Sequence[ParentHit]) -> list[ParentHit]:
         """The parents with their matched rows' text and metadata read (for provenance)."""
         best = rows.complete([p.best for p in ranked])
         return [replace(p, best=b) for p, b in zip(ranked, best, strict=True)]
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
-        return self.min_similarity if isinstance(per_call, _Gate) else per_call
+        return self._gate if isinstance(per_call, _Gate) else per_call
+
+    @property
+    def _k(self) -> int:
+        """Parents to return: ``search_kwargs["k"]`` where given, else ``k``."""
+        return int(self.search_kwargs.get("k", self.k))
+
+    @property
+    def _gate(self) -> float | None:
+        """The gate: ``search_kwargs["score_threshold"]`` where given, else ``min_similarity``."""
+        threshold = self.search_kwargs.get("score_threshold", self.min_similarity)
+        return None if threshold is None else float(threshold)
 
     @property
     def _embeddings(self) -> Any:
-        embeddings = self.vectorstore.embeddings
-        if embeddings is None:
-            msg = "the Chroma vector store needs an embedding_function"
-            raise ValueError(msg)
-        return embeddings
+        return store_embeddings(self.vectorstore)
 
-    def _where(self, per_call: Where | None) -> Where | None:
-        return merge_filters(self.filter, per_call)
+    def _where(self, per_call: StoreFilter | None) -> StoreFilter | None:
+        given = (self.filter, self.search_kwargs.get("filter"), per_call)
+        if isinstance(self.vectorstore, Chroma):
+            return merge_filters(*(f for f in given if not callable(f)))
+        return combine_filters(*given)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -360,24 +437,42 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         add_to_docstore: bool = True,
         **kwargs: Any,
     ) -> None:
-        """Upsert parents: deterministic child ids, stale children removed, parents stored.
+        """Add parents (and their children) as ``ParentDocumentRetriever`` does; re-adding replaces.
+
+        Each parent's id is ``ids[i]``, else its ``Document.id``, else a new uuid. With a
+        ``parent_splitter`` each document is cut into sections first, ``{id}-01``, ``{id}-02``,
+        ... (or, as LangChain allows, ``ids`` name the sections one for one). Children get
+        deterministic ids ``{parent id}::{NN}`` and ``id_key``; the children a re-added parent
+        no longer has, and the sections a re-added document no longer has, are deleted.
 
         Args:
-            documents: Parent documents; their ``id`` (or ``ids``) is the card id.
-            ids: Card ids, when the documents carry none.
-            add_to_docstore: Must be True: parents always go to the docstore with their
-                children, so the two never disagree.
-            **kwargs: Ignored (kept for LangChain's signature).
+            documents: Parent documents, from any loader.
+            ids: Their ids (optional).
+            add_to_docstore: False writes only the children (the parents are in the docstore
+                already); then every parent needs an id.
+            **kwargs: Passed to the vector store's ``add_documents``.
         """
-        if not add_to_docstore:
-            msg = (
-                "add_to_docstore=False is not supported: parents and children are written together"
-            )
-            raise ValueError(msg)
-        upsert_documents(
-            self.collections, self.docstore, self.child_splitter, with_ids(documents, ids)
+        parents, replaced = self._parents(documents, ids, add_to_docstore=add_to_docstore)
+        stale = [s for s in replaced if s not in {p.id for p in parents}]
+        if stale:
+            delete_documents(self._target, self.docstore, stale, self.id_key)
+        children = split.child_documents(
+            parents,
+            self.child_splitter,
+            id_key=self.id_key,
+            child_metadata_fields=self.child_metadata_fields,
         )
-        self._refresh_bm25()
+        written = upsert_documents(
+            self._target,
+            self.docstore,
+            self.child_splitter,
+            parents,
+            children=children,
+            id_key=self.id_key,
+            add_to_docstore=add_to_docstore,
+            **kwargs,
+        )
+        self._update_bm25([*stale, *(str(p.id) for p in parents)], written)
 
     async def aadd_documents(
         self,
@@ -387,26 +482,104 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever):
         **kwargs: Any,
     ) -> None:
         """Async :meth:`add_documents` (the write runs in an executor)."""
-        await run_in_executor(None, self.add_documents, documents, ids, add_to_docstore)
+        body = partial(self.add_documents, documents, ids, add_to_docstore, **kwargs)
+        await run_in_executor(None, body)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """Remove cards: their children and their parent records."""
-        delete_documents(self.collections, self.docstore, ids)
-        self._refresh_bm25()
+    def upsert(self, items: Sequence[Document], /, **kwargs: Any) -> UpsertResponse:
+        """Add or replace parents by their ``id`` (a new uuid where they have none).
+
+        The ``DocumentIndex`` write that LangChain's indexing API calls
+        (``langchain_core.indexing.index``): a replaced parent's old children are deleted.
+        """
+        ids = split.parent_ids(list(items), None)
+        self.add_documents(list(items), ids=ids, **kwargs)
+        return {"succeeded": ids, "failed": []}
+
+    def get(self, ids: Sequence[str], /, **kwargs: Any) -> list[Document]:
+        """The stored parents with these ids (with a ``parent_splitter``: a document's sections).
+
+        Missing ids are skipped; the order is that of ``ids``.
+        """
+        found = self._stored(ids)
+        return [doc for _, docs in found for doc in docs]
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> DeleteResponse:
+        """Remove parents with their children (a document's id removes all its sections).
+
+        Raises:
+            ValueError: without ``ids`` (nothing is deleted by default).
+        """
+        if ids is None:
+            msg = "delete() needs the ids of the parents to remove"
+            raise ValueError(msg)
+        found = self._stored(ids)
+        parents = list(dict.fromkeys([*ids, *(str(d.id) for _, docs in found for d in docs)]))
+        delete_documents(self._target, self.docstore, parents, self.id_key)
+        self._update_bm25(parents, [])
+        done = [i for i, docs in found if docs]
+        return {"num_deleted": len(done), "succeeded": done, "num_failed": 0, "failed": []}
+
+    def _parents(
+        self, documents: Sequence[Document], ids: Sequence[str] | None, *, add_to_docstore: bool
+    ) -> tuple[list[Document], list[str]]:
+        """The parents to write (ids set) and the sections they replace."""
+        if not add_to_docstore and ids is None and not all(d.id for d in documents):
+            msg = "If IDs are not passed in, `add_to_docstore` MUST be True"
+            raise ValueError(msg)
+        if self.parent_splitter is None:
+            return split.with_ids(documents, split.parent_ids(documents, ids)), []
+        if ids is not None and len(ids) != len(documents):  # LangChain's: one id per section
+            pieces = self.parent_splitter.split_documents(list(documents))
+            return split.with_ids(pieces, split.parent_ids(pieces, ids)), []
+        names = split.parent_ids(documents, ids)
+        before = [str(d.id) for _, docs in self._stored(names) for d in docs]
+        return split.sections(documents, names, self.parent_splitter), before
+
+    def _stored(self, ids: Sequence[str]) -> list[tuple[str, list[Document]]]:
+        """Each id with its stored parents: its own record, else its sections' records."""
+        records = self.docstore.mget(list(ids))
+        out: list[tuple[str, list[Document]]] = []
+        for doc_id, record in zip(ids, records, strict=True):
+            if record is not None:
+                out.append((doc_id, [split.with_ids([record], [doc_id])[0]]))
+            elif self.parent_splitter is not None:
+                out.append((doc_id, split.stored_sections(self.docstore, doc_id)))
+            else:
+                out.append((doc_id, []))
+        return out
+
+    def _update_bm25(self, removed: Sequence[str], written: Sequence[Document]) -> None:
+        """Keep BM25 in step with a write: rows of ``removed`` parents gone, ``written`` in."""
+        if self.bm25 is None:
+            return
+        if self.bm25.texts is not None:
+            rows = [(str(d.id), d.page_content, d.metadata) for d in written]
+            self.bm25 = self.bm25.updated(removed, rows, id_key=self.id_key)
+        elif isinstance(self.vectorstore, Chroma):  # an ingest's index: rebuilt from its rows
+            self.bm25 = BM25Index.from_collections(
+                self.collections.with_children(), stemmed=self.bm25.stemmed, id_key=self.id_key
+            )
+        if self.bm25_store is not None:
+            self.bm25.save_to(self.bm25_store, BM25_PREFIX)
+
+    @property
+    def _target(self) -> VectorStore | Collections:
+        """Where children are written: the index's collections (Chroma), or the store."""
+        return self.collections if isinstance(self.vectorstore, Chroma) else self.vectorstore
 
     @property
     def collections(self) -> Collections:
-        """The collections this retriever reads and writes."""
+        """The Chroma collections this retriever reads and writes.
+
+        Raises:
+            TypeError: when the vector store is not Chroma.
+        """
+        if not isinstance(self.vectorstore, Chroma):
+            msg = f"{type(self.vectorstore).__name__} is not Chroma: it has no collections"
+            raise TypeError(msg)
         return Collections(self.vectorstore, self.card_rows_store, self.restricted_store)
 
     @property
     def rows(self) -> RowReader:
-        """What this retriever reads: the index's rows, as its caller may see them."""
+        """What this retriever reads from Chroma: the index's rows, as its caller may see them."""
         return RowReader(self.collections, self.allow_restricted, self.id_key)
-
-    def _refresh_bm25(self) -> None:
-        """Rebuild BM25 from the collections after a write (bm25s indexes are static)."""
-        if self.bm25 is not None:
-            self.bm25 = BM25Index.from_collections(
-                self.collections.with_children(), stemmed=self.bm25.stemmed
-            )

@@ -46,8 +46,9 @@ DISTANCE_SPACE: Literal["cosine"] = "cosine"
 """Declared explicitly on the collection; the retriever converts distances for this space."""
 
 Where = dict[str, Any]
-CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$gte": 0}}
-"""Real children only (card rows have ``chunk_index`` -1)."""
+CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$ne": md.CARD_ROW}}
+"""Real children only: every row but the card rows (``chunk_index`` -1), rows without a
+``chunk_index`` included (children LangChain's own retriever wrote)."""
 CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
 """Whole-card rows only."""
 NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}

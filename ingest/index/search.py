@@ -23,6 +23,7 @@ Every similarity is therefore the cosine of the angle between the question and t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,8 @@ from langchain_chroma import Chroma
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import Collections, Where
+
+logger = logging.getLogger(__name__)
 
 SPACES = ("cosine", "ip", "l2")
 
@@ -166,11 +169,24 @@ class RowReader:
         read = zip(rows["ids"], rows["metadatas"] or [], strict=True)
         metadata = {i: dict(m or {}) for i, m in read}
         out = []
+        skipped = 0
         for row_id, score, hit in zip(ids, scores, hits, strict=True):
             if hit is None:
                 meta = metadata.get(row_id, {})
-                hit = ChildHit(row_id, str(meta.get(self.id_key, "")), score, "", meta, False)
+                if self.id_key not in meta:
+                    skipped += 1
+                    continue
+                hit = ChildHit(row_id, str(meta[self.id_key]), score, "", meta, False)
             out.append(hit)
+        if skipped:
+            logger.warning(
+                "%d row(s) of %s have no %r metadata and were skipped: rows written around "
+                "the retriever (index(docs, manager, retriever.vectorstore)?) have no parent; "
+                "write through the retriever (add_documents, or index(docs, manager, retriever))",
+                skipped,
+                store._collection.name,
+                self.id_key,
+            )
         return out
 
     def _plan(self, card_rows: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:

@@ -207,3 +207,45 @@ def test_an_index_round_trips_through_a_byte_store(tmp_path: Path) -> None:
         assert again is not None
         assert again.search("insulin pens", 3) == index.search("insulin pens", 3)
         assert (again.stemmed, again.child_ids) == (("en",), index.child_ids)
+
+
+ROWS = [
+    ("a::00", "Keep insulin in the fridge.", {"doc_id": "a"}),
+    ("a::01", "Never freeze insulin pens.", {"doc_id": "a"}),
+    ("b::00", "Tomar o comprimido com leite.", {"doc_id": "b", "language": "pt"}),
+    ("c::00", "Iron tablets and tea do not mix.", {"doc_id": "c"}),
+]
+
+
+def test_an_updated_index_searches_as_one_built_from_its_rows() -> None:
+    index = BM25Index.from_rows(ROWS[:3], id_key="doc_id", keep_texts=True, stemmed=("pt",))
+    index = index.updated(
+        ["a"], [ROWS[3], ("a::00", "Insulin may travel warm.", {"doc_id": "a"})], id_key="doc_id"
+    )
+    fresh = BM25Index.from_rows(
+        [ROWS[2], ROWS[3], ("a::00", "Insulin may travel warm.", {"doc_id": "a"})],
+        id_key="doc_id",
+        stemmed=("pt",),
+    )
+    assert index.child_ids == ["b::00", "c::00", "a::00"]
+    assert index.parent_ids == ["b", "c", "a"]
+    for query in ("insulin fridge", "tea iron", "comprimidos", "travel"):
+        assert index.search(query, 3) == fresh.search(query, 3)
+    assert index.search("freeze pens", 3) == []  # a::01 went with its parent
+
+
+def test_only_an_index_that_kept_its_texts_can_be_updated(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="did not keep its texts"):
+        BM25Index.from_rows(ROWS, id_key="doc_id").updated([], [])
+    kept = BM25Index.from_rows(ROWS, id_key="doc_id", keep_texts=True)
+    store = LocalFileStore(tmp_path)
+    kept.save_to(store, "cardrag-bm25/")
+    again = BM25Index.load_from(store, "cardrag-bm25/")
+    assert again is not None
+    assert (again.texts, again.row_languages) == (kept.texts, kept.row_languages)
+    assert again.updated(["c"], []).child_ids == ["a::00", "a::01", "b::00"]
+    empty = BM25Index.build([], [], [], keep_texts=True)
+    empty.save_to(store, "cardrag-bm25/")  # an emptied index replaces the files it had
+    reloaded = BM25Index.load_from(store, "cardrag-bm25/")
+    assert reloaded is not None
+    assert (reloaded.child_ids, reloaded.texts) == ([], [])

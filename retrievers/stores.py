@@ -1,0 +1,232 @@
+"""Reading children from any LangChain vector store, through its public API.
+
+Chroma is the fast path (:class:`~cardrag.ingest.index.search.RowReader`: lean reads, separate
+collections, rows read by id with their vectors). Every other ``VectorStore`` is read by
+:class:`StoreReader`, with the same three calls, so the retriever's loop (over-fetch, best
+child per parent, k distinct parents, fusion, the gate) is the same for both.
+
+Scores are similarities, higher is better. Where the store says which space it searches, it is
+the cosine similarity (for unit-length embeddings, as most models give):
+
+* ``InMemoryVectorStore`` returns the cosine similarity itself;
+* FAISS (``langchain_community``) returns a squared L2 distance (cosine = 1 - d / 2) or, with
+  ``MAX_INNER_PRODUCT``, the inner product (the cosine);
+* any other store: LangChain's relevance score (``_select_relevance_score_fn``), the number
+  ``search_type="similarity_score_threshold"`` compares, or its raw score where it has none.
+
+What needs Chroma: whole-card rows and the restricted collection (``card_rows``,
+``card_rows_store``, ``restricted_store``), and BM25 with a per-call ``filter`` (another store's
+filter cannot be applied to BM25's candidates, so a filtered call there ranks dense only).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from cardrag.ingest.index.search import ChildHit, cosine_similarities, nearest
+
+logger = logging.getLogger(__name__)
+
+StoreFilter = dict[str, Any] | Callable[..., bool]
+"""A filter in the store's own form: a Chroma or FAISS ``dict``, or a callable."""
+
+
+class Reader(Protocol):
+    """What the retriever's loop reads: Chroma's :class:`RowReader` or a :class:`StoreReader`."""
+
+    def nearest(
+        self, vector: Sequence[float], fetch: int, where: Any, *, card_rows: bool
+    ) -> list[ChildHit]:
+        """The ``fetch`` rows of one kind nearest the question."""
+        ...
+
+    def by_ids(
+        self, vector: Sequence[float], row_ids: Sequence[str], where: Any, *, card_rows: bool
+    ) -> list[ChildHit]:
+        """The given rows, scored, best first."""
+        ...
+
+    def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
+        """The hits with their text and metadata."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoreReader:
+    """Scored children of one LangChain vector store for one question.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+        >>> _ = store.add_documents([Document("a", id="p::00", metadata={"doc_id": "p"})])
+        >>> reader = StoreReader(store, store.embeddings, "doc_id", "a")
+        >>> [h.parent_id for h in reader.nearest(store.embeddings.embed_query("a"), 4, None,
+        ...                                      card_rows=False)]
+        ['p']
+    """
+
+    store: VectorStore
+    """The children's store."""
+    embeddings: Embeddings
+    """The store's embedding model (scores rows read by id)."""
+    id_key: str
+    """Child metadata key holding the parent's id (rows without it are skipped, as LangChain's
+    retriever skips them)."""
+    query: str
+    """The question (for stores that search by text only)."""
+
+    def nearest(
+        self, vector: Sequence[float], fetch: int, where: StoreFilter | None, *, card_rows: bool
+    ) -> list[ChildHit]:
+        """The ``fetch`` children nearest the question (no card rows outside Chroma)."""
+        if card_rows:
+            return []
+        pairs = scored_search(self.store, self.query, vector, fetch, where)
+        hits = [h for doc, s in pairs if (h := self._hit(doc, s))]
+        if len(hits) < len(pairs):
+            orphans(len(pairs) - len(hits), self.id_key)
+        return nearest(hits, fetch)
+
+    def by_ids(
+        self,
+        vector: Sequence[float],
+        row_ids: Sequence[str],
+        where: StoreFilter | None,
+        *,
+        card_rows: bool,
+    ) -> list[ChildHit]:
+        """The given children, scored against the question (their texts embedded here).
+
+        A store's public API gives no vectors back, so these rows (one per parent only BM25
+        found) are embedded again: the same model and text, so the same vector.
+        """
+        if card_rows or not row_ids or where is not None:
+            return []
+        docs = self.store.get_by_ids(list(row_ids))
+        if not docs:
+            return []
+        scores = cosine_similarities(
+            vector, self.embeddings.embed_documents([d.page_content for d in docs])
+        )
+        return nearest(
+            [h for d, s in zip(docs, scores, strict=True) if (h := self._hit(d, s))], len(docs)
+        )
+
+    def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
+        """The hits as they are: a store's search returns text and metadata already."""
+        return list(hits)
+
+    def _hit(self, doc: Document, score: float) -> ChildHit | None:
+        parent = doc.metadata.get(self.id_key)
+        if parent is None:
+            return None
+        return ChildHit(
+            str(doc.id or ""), str(parent), float(score), doc.page_content, dict(doc.metadata)
+        )
+
+
+def orphans(count: int, id_key: str) -> None:
+    """Log rows skipped for lacking ``id_key`` (LangChain's retriever skips them silently)."""
+    logger.warning(
+        "%d row(s) of the vector store have no %r metadata and were skipped: rows written "
+        "around the retriever (index(docs, manager, retriever.vectorstore)?) have no parent; "
+        "write through the retriever (add_documents, or index(docs, manager, retriever))",
+        count,
+        id_key,
+    )
+
+
+def scored_search(
+    store: VectorStore,
+    query: str,
+    vector: Sequence[float],
+    fetch: int,
+    where: StoreFilter | None,
+) -> list[tuple[Document, float]]:
+    """The ``fetch`` nearest children with similarities (higher is better), best first."""
+    options: dict[str, Any] = {} if where is None else {"filter": where}
+    if isinstance(store, InMemoryVectorStore):
+        return store.similarity_search_with_score_by_vector(list(vector), k=fetch, **options)
+    if type(store).__name__ == "FAISS":
+        return _faiss(store, vector, fetch, options)
+    pairs = store.similarity_search_with_score(query, k=fetch, **options)
+    return [(d, relevance(store)(s)) for d, s in pairs]
+
+
+def _faiss(
+    store: Any, vector: Sequence[float], fetch: int, options: dict[str, Any]
+) -> list[tuple[Document, float]]:
+    """FAISS's nearest rows as cosine similarities (a filter reads 4 times the window)."""
+    if options:
+        options["fetch_k"] = max(20, 4 * fetch)
+    pairs = store.similarity_search_with_score_by_vector(list(vector), k=fetch, **options)
+    strategy = str(getattr(store.distance_strategy, "value", store.distance_strategy))
+    if strategy == "EUCLIDEAN_DISTANCE":  # squared L2: 2 - 2 cos for unit vectors
+        return [(d, 1.0 - float(s) / 2.0) for d, s in pairs]
+    if strategy == "MAX_INNER_PRODUCT":
+        return [(d, float(s)) for d, s in pairs]
+    return [(d, relevance(store)(float(s))) for d, s in pairs]
+
+
+def relevance(store: VectorStore) -> Callable[[float], float]:
+    """The store's relevance function (LangChain's), or the raw score where it has none."""
+    try:
+        return store._select_relevance_score_fn()
+    except NotImplementedError:
+        return float
+
+
+def combine_filters(*filters: StoreFilter | None) -> StoreFilter | None:
+    """Filters in another store's form, all applied: callables and-ed, dicts merged.
+
+    Raises:
+        ValueError: when two dicts set one key differently, or dicts and callables mix.
+
+    Example:
+        >>> combine_filters({"a": 1}, None, {"b": 2})
+        {'a': 1, 'b': 2}
+        >>> both = combine_filters(lambda d: d.id != "x", lambda d: d.id != "y")
+        >>> [both(Document("", id=i)) for i in ("x", "y", "z")]
+        [False, False, True]
+    """
+    given = [f for f in filters if f]
+    if len(given) <= 1:
+        return given[0] if given else None
+    if all(callable(f) for f in given):
+        calls = [f for f in given if callable(f)]
+        return lambda *args, **kwargs: all(f(*args, **kwargs) for f in calls)
+    dicts = [f for f in given if isinstance(f, dict)]
+    if len(dicts) != len(given):
+        msg = "cannot combine a callable filter with a dict filter: give filters of one kind"
+        raise ValueError(msg)
+    merged: dict[str, Any] = {}
+    for where in dicts:
+        for key, value in where.items():
+            if key in merged and merged[key] != value:
+                msg = f"filters disagree on {key!r}: {merged[key]!r} and {value!r}"
+                raise ValueError(msg)
+            merged[key] = value
+    return merged
+
+
+def store_embeddings(store: VectorStore) -> Embeddings:
+    """The embedding model a store was made with.
+
+    Raises:
+        ValueError: when the store exposes none (LangChain's ``VectorStore.embeddings``).
+    """
+    embeddings = store.embeddings
+    if embeddings is None:
+        msg = (
+            f"{type(store).__name__} exposes no embedding model (its `embeddings` is None): "
+            "make it with an embedding function"
+        )
+        raise ValueError(msg)
+    return embeddings
