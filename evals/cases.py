@@ -16,6 +16,7 @@ REDTEAM = CASES_DIR / "redteam.jsonl"
 REDTEAM_CARDS = CASES_DIR / "redteam_cards"
 UNCOVERED = CASES_DIR / "uncovered.jsonl"
 TRANSLATED = CASES_DIR / "translated.jsonl"
+OFFTOPIC = CASES_DIR / "offtopic.jsonl"
 
 
 class GoldenCase(BaseModel):
@@ -118,6 +119,25 @@ class TranslatedCase(GoldenCase):
 def load_translated(path: Path = TRANSLATED) -> list[TranslatedCase]:
     """Translated golden cases from a JSONL file."""
     return [TranslatedCase.model_validate(row) for row in _jsonl(path)]
+
+
+class OffTopicCase(BaseModel):
+    """A question about something else entirely (weather, football, recipes), not in English.
+
+    The cross-language gate is chosen on their tuning part (:mod:`cardrag.evals.gate`).
+    """
+
+    query_id: str
+    """Stable id, ``oNNN``."""
+    query: str
+    """The question."""
+    language: str
+    """ISO 639-1 code of the question (``pt``, ``es``, ``it``)."""
+
+
+def load_offtopic(path: Path = OFFTOPIC) -> list[OffTopicCase]:
+    """Off-topic cases from a JSONL file."""
+    return [OffTopicCase.model_validate(row) for row in _jsonl(path)]
 
 
 def redteam_failures(exp: Expectation, reply: Reply, restricted_ids: Iterable[str]) -> list[str]:

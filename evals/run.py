@@ -43,6 +43,7 @@ from cardrag.evals.cases import (
     redteam_failures,
 )
 from cardrag.evals.datasets import Dataset, load_beir, load_golden
+from cardrag.evals.gate import offtopic_refusals
 from cardrag.evals.metrics import evaluate
 from cardrag.evals.report import machine, update_report
 from cardrag.evals.systems import (
@@ -179,6 +180,8 @@ def answerability(ctx: Context, embeddings: Embeddings, threads: int = 1) -> dic
     qs = questions()
     calibration = ctx.grader.calibrations if ctx.grader is not None else None
     out: dict[str, Any] = {"refusal": refusals(qs, lambda text: answer(text, ctx))}
+    for part, table in offtopic_refusals(lambda text: answer(text, ctx)).items():
+        out["refusal"][part].update(table)
     if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
         cross_encoder = None
         if reranker_available():
