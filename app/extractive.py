@@ -52,7 +52,8 @@ class ExtractiveAnswerer:
         The retriever's ranking decides which card leads (it fuses more evidence than one
         sentence's similarity); another card is quoted only when one of its sentences is closer
         to the question than the lead card's best. The rule uses no threshold, so it behaves
-        the same on every model's similarity scale.
+        the same on every model's similarity scale. Several cards' sentences are grouped under
+        their titles (:func:`by_card`).
         """
         candidates: list[tuple[int, int, str, str]] = []  # (card rank, position, card id, text)
         asked = medicines_named(question)
@@ -78,16 +79,37 @@ class ExtractiveAnswerer:
             key=lambda i: -scores[i],
         )
         chosen = sorted([lead, *better][: self.max_sentences], key=lambda i: candidates[i][:2])
-        parts: list[str] = []
-        citations: list[str] = []
-        for n, i in enumerate(chosen):
-            _, _, card_id, sentence = candidates[i]
-            parts.append(sentence)
-            last_of_card = n == len(chosen) - 1 or candidates[chosen[n + 1]][2] != card_id
-            if last_of_card:
-                parts.append(f"[cite:{card_id}]")
-                citations.append(card_id)
-        return Draft(answer=" ".join(parts), citations=list(dict.fromkeys(citations)))
+        quoted: dict[str, list[str]] = {}  # card id -> its sentences, cards in answer order
+        for i in chosen:
+            quoted.setdefault(candidates[i][2], []).append(candidates[i][3])
+        titles = {str(d.id): MatchedCard.from_document(d).title for d in docs}
+        return Draft(answer=by_card(quoted, titles), citations=list(quoted))
+
+
+def by_card(quoted: dict[str, list[str]], titles: dict[str, str]) -> str:
+    """The answer text: each card's sentences, then its marker; under its title when several.
+
+    A patient reads one paragraph as one subject: quoting the iron card and the ibuprofen card
+    in one would read as two facts about iron. So when more than one card is quoted, each
+    card's sentences stand under its title, one card to a paragraph.
+
+    Example:
+        >>> by_card({"card-a": ["Take it."]}, {"card-a": "A"})
+        'Take it. [cite:card-a]'
+        >>> print(by_card({"card-a": ["Take it."], "card-b": ["Not with food."]},
+        ...               {"card-a": "Iron tablets", "card-b": "Ibuprofen"}))
+        Iron tablets
+        Take it. [cite:card-a]
+        <BLANKLINE>
+        Ibuprofen
+        Not with food. [cite:card-b]
+    """
+    parts = [f"{' '.join(sentences)} [cite:{cid}]" for cid, sentences in quoted.items()]
+    if len(parts) == 1:
+        return parts[0]
+    return "\n\n".join(
+        f"{titles.get(cid) or cid}\n{part}" for cid, part in zip(quoted, parts, strict=True)
+    )
 
 
 INSTRUCTIONS = re.compile(

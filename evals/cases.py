@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from cardrag.app.citations import segments
 from cardrag.app.reply import Draft, Reply
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -177,3 +178,36 @@ def citation_precision(cited: list[str], allowed: list[str]) -> float | None:
     if not cited:
         return None
     return sum(c in allowed for c in cited) / len(cited)
+
+
+def grouped_by_card(answer: str, titles: dict[str, str]) -> bool | None:
+    r"""Whether an answer citing several cards puts each card's words under its title.
+
+    None for an answer citing one card or none (nothing to group).
+
+    Example:
+        >>> grouped_by_card("A\nTake it. [cite:card-a]\n\nB\nNo. [cite:card-b]",
+        ...                 {"card-a": "A", "card-b": "B"})
+        True
+        >>> grouped_by_card("Take it. [cite:card-a] No. [cite:card-b]",
+        ...                 {"card-a": "A", "card-b": "B"})
+        False
+    """
+    parts = segments(answer)
+    if len({cid for p in parts for cid in p.cited}) < 2:
+        return None
+    return all(
+        len(p.cited) == 1 and p.text.startswith(f"{titles.get(p.cited[0], p.cited[0])}\n")
+        for p in parts
+    )
+
+
+def ungrouped(replies: Iterable[Reply]) -> tuple[int, int]:
+    """(answers citing several cards, those not grouped by card) among ``replies``."""
+    verdicts = [
+        grouped_by_card(r.answer, {c.id: c.title for c in r.citations})
+        for r in replies
+        if not r.refused
+    ]
+    multi = [v for v in verdicts if v is not None]
+    return len(multi), sum(not v for v in multi)

@@ -30,6 +30,7 @@ from cardrag.app.context import Context, grader_for
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.graph import answer
 from cardrag.app.prompts import GATE_REASON
+from cardrag.app.reply import Reply
 from cardrag.evals.answerability import evaluate as grade_figures
 from cardrag.evals.answerability import featurise, parts, questions, refusals
 from cardrag.evals.cases import (
@@ -41,6 +42,7 @@ from cardrag.evals.cases import (
     load_golden_cases,
     load_redteam_cases,
     redteam_failures,
+    ungrouped,
 )
 from cardrag.evals.datasets import Dataset, load_beir, load_golden
 from cardrag.evals.gate import offtopic_refusals
@@ -121,11 +123,13 @@ def app_checks(ctx: Context) -> dict[str, Any]:
     precisions: list[float] = []
     refused = uncited = 0
     times: list[float] = []
+    replies: list[Reply] = []
     cases = load_golden_cases(GOLDEN)
     for case in tqdm(cases, desc="golden answers", unit="q", leave=False, disable=None):
         started = time.perf_counter()
         reply = answer(case.query, ctx)
         times.append(time.perf_counter() - started)
+        replies.append(reply)
         refused += reply.refused
         uncited += reply.uncited
         p = citation_precision([c.id for c in reply.citations], case.must_cite_one_of)
@@ -136,6 +140,9 @@ def app_checks(ctx: Context) -> dict[str, Any]:
         "citation_precision": round(statistics.mean(precisions), 4) if precisions else 0.0,
         "false_refusal_rate": round(refused / len(cases), 4),
         "uncited_rate": round(uncited / len(cases), 4),
+        # answers quoting several cards, and those that do not group them under their titles
+        "multi_card": ungrouped(replies)[0],
+        "ungrouped": ungrouped(replies)[1],
         "ms/answer": round(1000 * statistics.median(times), 1),
     }
 
@@ -179,9 +186,17 @@ def answerability(ctx: Context, embeddings: Embeddings, threads: int = 1) -> dic
     """
     qs = questions()
     calibration = ctx.grader.calibrations if ctx.grader is not None else None
-    out: dict[str, Any] = {"refusal": refusals(qs, lambda text: answer(text, ctx))}
-    for part, table in offtopic_refusals(lambda text: answer(text, ctx)).items():
+    replies: list[Reply] = []
+
+    def ask(text: str) -> Reply:
+        replies.append(answer(text, ctx))
+        return replies[-1]
+
+    out: dict[str, Any] = {"refusal": refusals(qs, ask)}
+    for part, table in offtopic_refusals(ask).items():
         out["refusal"][part].update(table)
+    # translated, uncovered and PubMedQA answers quoting several cards, and those ungrouped
+    out["multi_card"], out["ungrouped"] = ungrouped(replies)
     if calibration is not None and isinstance(ctx.retriever, ScoredParentDocumentRetriever):
         cross_encoder = None
         if reranker_available():
@@ -284,6 +299,8 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
         name, _, side = key.rpartition("_")
         if name == "auroc":
             value = graded.get("held_out_auroc", {}).get("combined (grading)")
+        elif name == "ungrouped":
+            value = graded.get("ungrouped")
         else:  # "<source>[_<language or kind>]_min|max": a held-out refusal rate
             source, _, within = name.partition("_")
             value = held.get(f"{source} {within}" if within else source, {}).get("rate")

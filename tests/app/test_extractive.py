@@ -52,3 +52,25 @@ def test_instruction_and_medicine_rules() -> None:
     assert not reads_like_instructions("Do not ignore a rash that spreads.")
     assert about_another_medicine("Atorvastatin can be taken at any time.", ["simvastatin"])
     assert not about_another_medicine("Take it with food.", ["simvastatin"])
+
+
+def test_sentences_of_two_cards_stand_under_their_titles() -> None:
+    lead = Document(
+        id="card-iron-tablets",
+        page_content="Iron is absorbed best before breakfast. Orange juice helps.",
+        metadata={"title": "Iron tablets", "score": 0.9},
+    )
+    other = Document(
+        id="card-ibuprofen-stomach",
+        page_content="Ibuprofen on an empty stomach irritates the stomach lining.",
+        metadata={"title": "Ibuprofen", "score": 0.8},
+    )
+    draft = ExtractiveAnswerer(FakeEmbeddings())("empty stomach", [lead, other], 600)
+    assert draft.answer == (
+        "Iron tablets\nIron is absorbed best before breakfast. [cite:card-iron-tablets]\n\n"
+        "Ibuprofen\nIbuprofen on an empty stomach irritates the stomach lining. "
+        "[cite:card-ibuprofen-stomach]"
+    )
+    assert draft.citations == ["card-iron-tablets", "card-ibuprofen-stomach"]
+    checked = verify_citations(draft.answer, draft.citations, [lead.id, other.id])
+    assert checked.answer == draft.answer  # verification keeps the layout

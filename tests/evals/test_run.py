@@ -100,7 +100,13 @@ def _measured(ours: str) -> dict[str, Any]:
         dict(zip(NAMES, MEASURED["card-atomic"], strict=True)),
         dict(zip(NAMES, MEASURED["children"], strict=True)),
     )
-    report["app"] = {"citation_precision": 0.906, "false_refusal_rate": 0.034, "uncited_rate": 0.0}
+    report["app"] = {
+        "citation_precision": 0.906,
+        "false_refusal_rate": 0.034,
+        "uncited_rate": 0.0,
+        "multi_card": 12,
+        "ungrouped": 0,
+    }
     return report
 
 
@@ -183,3 +189,13 @@ def test_a_shared_dataset_is_answered_through_the_graph_and_false_refusals_are_s
         "refused_by_grading": 1,
         "answered_citing_a_relevant_card": 0.5,
     }
+
+
+def test_an_answer_that_mixes_cards_fails_the_gate() -> None:
+    thresholds = tomllib.loads(THRESHOLDS.read_text(encoding="utf-8"))
+    report = _measured("ours")
+    report["app"]["ungrouped"] = 1
+    report["answerability"] = {"ungrouped": 2}
+    problems = regressions(report, thresholds)
+    assert "ungrouped 1 outside the max 0" in problems
+    assert "answerability ungrouped 2 above 0" in problems
