@@ -16,6 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.grading import Grader, load_calibrations
+from cardrag.app.names import Names
 from cardrag.app.vectors import QuestionCache, Vectors
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.index import Index, current_generation, open_current
@@ -53,6 +54,13 @@ class Context:
         default=None,
         metadata={"description": "Decides which retrieved cards can answer; None keeps them all."},
     )
+    names: Names | None = field(
+        default=None,
+        metadata={
+            "description": "The cards' medicine names: a question's brand names are read as "
+            "those (retrieval, grading, answer); None reads questions as written."
+        },
+    )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
@@ -77,6 +85,7 @@ class Context:
             "prompt_budget": settings.prompt_budget,
             "answerer": ExtractiveAnswerer(embeddings, vectors=vectors),
             "grader": grader_for(settings, vectors),
+            "names": names_of(retriever),
         }
         values.update(overrides)
         return cls(**values)
@@ -117,6 +126,14 @@ def resolve_chat_model(spec: str | BaseChatModel) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     return init_chat_model(spec)
+
+
+def names_of(retriever: BaseRetriever) -> Names | None:
+    """The medicine names the retriever's cards use, from its BM25 vocabulary (None without)."""
+    bm25 = getattr(retriever, "bm25", None)
+    if bm25 is None or bm25.model is None:
+        return None
+    return Names.of_words(bm25.model.vocab_dict)
 
 
 def grader_for(settings: Settings, vectors: Vectors) -> Grader | None:

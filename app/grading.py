@@ -290,18 +290,27 @@ def grade_card(
     return Grade(card_id, margin >= 0, margin, (), same_language)
 
 
-def refusal_reason(grades: Sequence[Grade], titles: dict[str, str]) -> str:
+def refusal_reason(
+    grades: Sequence[Grade], titles: dict[str, str], written: dict[str, str] | None = None
+) -> str:
     """Plain words for why no card can answer (``grades`` of every retrieved card, best first).
+
+    ``written`` names a missing term as the refusal should (the patient's word and its
+    generic: :meth:`cardrag.app.names.Names.describe`); by default, as grading read it.
 
     Example:
         >>> refusal_reason([Grade("card-s", False, None, ("clopidogrel",))], {"card-s": "S"})
         'No card mentions clopidogrel.'
+        >>> refusal_reason([Grade("card-s", False, None, ("plavix",))], {"card-s": "S"},
+        ...                {"plavix": "clopidogrel (Plavix)"})
+        'No card mentions clopidogrel (Plavix).'
     """
     if not grades:
         return "No card is about this question."
     everywhere = [t for t in grades[0].missing if all(t in g.missing for g in grades)]
     if everywhere:
-        return f"No card mentions {' or '.join(everywhere)}."
+        named = [(written or {}).get(t, t) for t in everywhere]
+        return f"No card mentions {' or '.join(named)}."
     title = titles.get(grades[0].card_id, grades[0].card_id)
     if not grades[0].same_language:
         return (

@@ -37,6 +37,7 @@ from cardrag.app.citations import verify_citations as check_citations
 from cardrag.app.context import Context, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer, split_sentences
 from cardrag.app.grading import refusal_reason
+from cardrag.app.names import Names
 from cardrag.app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
 from cardrag.app.reply import CitedCard, Draft, Reply, RetrievedCard
 from cardrag.app.state import State
@@ -77,9 +78,12 @@ def check_question(question: str) -> str:
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Fetch up to k scored cards (the retriever applies its own similarity gate)."""
     ctx = runtime.context
-    docs = ctx.retriever.invoke(state["question"], k=ctx.k)
+    query = ctx.names.rewrite(state["question"]) if ctx.names is not None else state["question"]
+    if query != state["question"]:
+        logger.info("read as %r", query)
+    docs = ctx.retriever.invoke(query, k=ctx.k)
     logger.info("retrieved %s", [(d.id, round(d.metadata.get(md.SCORE, 0.0), 3)) for d in docs])
-    return {"documents": docs}
+    return {"documents": docs, "query": query}
 
 
 def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -90,13 +94,14 @@ def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     grader = runtime.context.grader
     if grader is None:
         return {"grades": []}
-    grades = grader(state["question"], docs)
+    grades = grader(_query(state), docs)
     kept = [d for d, g in zip(docs, grades, strict=True) if g.answerable]
     logger.info("graded %s", [(g.card_id, g.answerable, g.missing) for g in grades])
     if kept:
         return {"documents": kept, "grades": grades}
     titles = {str(d.id): str(d.metadata.get(md.TITLE, "")) for d in docs}
-    return {"documents": [], "grades": grades, "reason": refusal_reason(grades, titles)}
+    reason = refusal_reason(grades, titles, _written(state, runtime.context.names))
+    return {"documents": [], "grades": grades, "reason": reason}
 
 
 def route_after_grade(state: State) -> Literal["generate", "refuse"]:
@@ -110,9 +115,9 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     docs = state["documents"]
     if ctx.chat_model is None:
         answerer = ctx.answerer or ExtractiveAnswerer(_embeddings_of(ctx))
-        return {"draft": answerer(state["question"], docs, ctx.prompt_budget)}
+        return {"draft": answerer(_query(state), docs, ctx.prompt_budget)}
     model = resolve_chat_model(ctx.chat_model)
-    return {"draft": ask_chat_model(model, state["question"], docs, ctx.prompt_budget)}
+    return {"draft": ask_chat_model(model, _query(state), docs, ctx.prompt_budget)}
 
 
 def verify_citations(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -156,6 +161,22 @@ def refuse(state: State) -> dict[str, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def _query(state: State) -> str:
+    """The question as the nodes read it (names resolved), else as asked."""
+    return state.get("query") or state["question"]
+
+
+def _written(state: State, names: Names | None) -> dict[str, str]:
+    """Each word of the question, as grading folds it, to how a refusal should name it.
+
+    "No card mentions clopidogrel (Plavix).": the generic and the patient's own word.
+    """
+    words = re.findall(r"[^\W\d_][\w-]*", state["question"])
+    if names is None:
+        return {w.lower(): w for w in words}
+    return {w.lower(): names.describe(w.lower(), w) for w in words}
 
 
 def check_attribution(checked: Verified, docs: Sequence[Document], vectors: Vectors) -> Verified:

@@ -15,6 +15,9 @@ class State(TypedDict, total=False):
 
     question: str
     """The user's question."""
+    query: str
+    """The question as retrieval, grading and the answer read it: medicine names as the cards
+    write them (:mod:`cardrag.app.names`); the reply keeps ``question``."""
     documents: list[Document]
     """Scored parent cards: from the retriever, then only those grading kept."""
     grades: list[Grade]

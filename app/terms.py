@@ -168,14 +168,24 @@ def medicine_names() -> frozenset[str]:
     (:func:`salient_terms`), so the few brand names that are ordinary words ("dona", "calcio")
     never do.
     """
+    variants = medicine_variants()
+    return frozenset(name_key(v) for v in variants if v.isalpha() and len(v) >= MIN_LENGTH)
+
+
+@functools.cache
+def medicine_variants() -> dict[str, list[str]]:
+    """The dictionary's every name (generic, brand, spelling), lower-cased, to its medicines.
+
+    ``drug-named-entity-recognition``'s own data, read from its pinned wheel once a process.
+    """
     spec = importlib.util.find_spec("drug_named_entity_recognition")
     if spec is None or not spec.submodule_search_locations:
         msg = "grading needs its medicine names: pip install drug-named-entity-recognition"
         raise ModuleNotFoundError(msg)
     path = Path(next(iter(spec.submodule_search_locations))) / "drug_ner_dictionary.pkl.bz2"
     with bz2.open(path, "rb") as f:
-        variants = pickle.load(f)["drug_variant_to_canonical"]  # a pinned wheel's own data
-    return frozenset(name_key(v) for v in variants if v.isalpha() and len(v) >= MIN_LENGTH)
+        variants: dict[str, list[str]] = pickle.load(f)["drug_variant_to_canonical"]
+    return variants
 
 
 def salient_terms(question: str, max_zipf: float = SALIENT_ZIPF) -> list[str]:

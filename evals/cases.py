@@ -18,6 +18,7 @@ REDTEAM_CARDS = CASES_DIR / "redteam_cards"
 UNCOVERED = CASES_DIR / "uncovered.jsonl"
 TRANSLATED = CASES_DIR / "translated.jsonl"
 OFFTOPIC = CASES_DIR / "offtopic.jsonl"
+NAMES = CASES_DIR / "names.jsonl"
 
 
 class GoldenCase(BaseModel):
@@ -134,6 +135,26 @@ class OffTopicCase(BaseModel):
     """The question."""
     language: str
     """ISO 639-1 code of the question (``pt``, ``es``, ``it``)."""
+
+
+class NamesCase(BaseModel):
+    """A question a card answers, naming its medicine by a brand (issue 31)."""
+
+    query_id: str
+    """Stable id, ``nNNN``."""
+    query: str
+    """The question."""
+    language: str
+    """ISO 639-1 code of the question."""
+    must_cite_one_of: list[str]
+    """Cards that answer it."""
+    names: str
+    """The brand name the question uses, as written."""
+
+
+def load_names(path: Path = NAMES) -> list[NamesCase]:
+    """Brand-name cases from a JSONL file."""
+    return [NamesCase.model_validate(row) for row in _jsonl(path)]
 
 
 def load_offtopic(path: Path = OFFTOPIC) -> list[OffTopicCase]:

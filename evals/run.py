@@ -26,7 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from cardrag.app.context import Context, grader_for
+from cardrag.app.context import Context, grader_for, names_of
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.graph import answer
 from cardrag.app.prompts import GATE_REASON
@@ -47,6 +47,7 @@ from cardrag.evals.cases import (
 from cardrag.evals.datasets import Dataset, load_beir, load_golden
 from cardrag.evals.gate import offtopic_refusals
 from cardrag.evals.metrics import evaluate
+from cardrag.evals.names import names_checks
 from cardrag.evals.report import machine, update_report
 from cardrag.evals.systems import (
     SystemRun,
@@ -115,6 +116,7 @@ def offline_context(
         k=settings.k,
         answerer=answerer,
         grader=grader_for(settings, answerer.vectors),
+        names=names_of(retriever),
     )
 
 
@@ -310,6 +312,12 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             problems.append(f"answerability {name} {value} below {bound}")
         if side == "max" and value > bound:
             problems.append(f"answerability {name} {value} above {bound}")
+    names = report.get("names", {}).get("held_out", {}).get("names")
+    for key, bound in thresholds.get("names", {}).items() if names else ():
+        name, _, side = key.rpartition("_")
+        value = names[f"{name}_rate"]
+        if (side == "min" and value < bound) or (side == "max" and value > bound):
+            problems.append(f"brand-name questions {name} {value} outside the {side} {bound}")
     problems += [
         f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
         for r in report["redteam"]["results"]
@@ -378,6 +386,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
         entry["answerability"] = answerability(app, embeddings, settings.threads)  # same app
+        # brand-name questions, as shipped and read as written (names off), same run
+        entry["names"] = names_checks(lambda text: answer(text, app))
+        entry["names_as_written"] = names_checks(
+            lambda text: answer(text, replace(app, names=None))
+        )
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
     print_table("golden", entry)
@@ -392,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"answerability (held-out AUROC): {graded.get('held_out_auroc')}")
     for key, row in graded["refusal"]["held_out"].items():
         print(f"  held-out refused: {key}: {row['refused']}/{row['questions']} = {row['rate']}")
+    for name in ("names", "names_as_written"):
+        for key, row in entry[name]["held_out"].items():
+            print(
+                f"  held-out {name}: {key}: refused {row['refused']}/{row['questions']}, "
+                f"answered right {row['answered_right']}/{row['questions']}"
+            )
     thresholds = (
         tomllib.loads(THRESHOLDS.read_text(encoding="utf-8")) if THRESHOLDS.exists() else {}
     )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from cardrag.app.context import Context
+from cardrag.app.context import Context, names_of
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.grading import Grader
 from cardrag.app.graph import QuestionError, answer, check_question, graph
@@ -151,3 +152,24 @@ def test_a_chat_model_citation_of_a_card_that_does_not_hold_the_words_is_rejecte
     )
     assert [c.id for c in reply.citations] == ["card-iron-tablets"]
     assert reply.rejected_citations == ["card-iron-tablets"]
+
+
+def test_a_brand_name_is_read_as_the_cards_generic_before_retrieval_and_grading(
+    shipped_retriever: ScoredParentDocumentRetriever, real_embeddings: Embeddings
+) -> None:
+    grader = Grader(Vectors(real_embeddings), calibrations=None)  # the veto: names must match
+    shipped = Context(
+        retriever=shipped_retriever,
+        answerer=ExtractiveAnswerer(real_embeddings),
+        grader=grader,
+        names=names_of(shipped_retriever),
+    )
+    question = "Should I take my Synthroid before breakfast?"
+    as_written = answer(question, replace(shipped, names=None))
+    assert as_written.refused is True
+    assert as_written.refusal_reason == "No card mentions Synthroid."  # as the patient wrote it
+    reply = answer(question, shipped)
+    assert reply.question == question  # the reply keeps the patient's words
+    assert reply.citations[0].id == "card-levothyroxine-routine"
+    plavix = answer("Can I take Plavix with aspirin every day?", shipped)
+    assert plavix.refusal_reason == "No card mentions clopidogrel (Plavix)."

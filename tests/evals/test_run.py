@@ -199,3 +199,14 @@ def test_an_answer_that_mixes_cards_fails_the_gate() -> None:
     problems = regressions(report, thresholds)
     assert "ungrouped 1 outside the max 0" in problems
     assert "answerability ungrouped 2 above 0" in problems
+
+
+def test_brand_name_questions_are_held_to_their_bounds() -> None:
+    thresholds = tomllib.loads(THRESHOLDS.read_text(encoding="utf-8"))
+    report = _measured("ours")
+    report["names"] = {"held_out": {"names": {"refused_rate": 0.5, "right_rate": 0.5}}}
+    problems = regressions(report, thresholds)
+    assert "brand-name questions refused 0.5 outside the max 0.25" in problems
+    assert "brand-name questions right 0.5 outside the min 0.75" in problems
+    report["names"]["held_out"]["names"] = {"refused_rate": 0.1875, "right_rate": 0.8125}
+    assert regressions(report, thresholds) == []
