@@ -133,7 +133,21 @@ def cards_wanted(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``cardrag`` command."""
+    """Entry point of the ``cardrag`` command.
+
+    A reader that closes its end early (``cardrag retrieve ... | head -1``) ends the command
+    quietly: it got what it wanted, so no traceback and exit 0.
+    """
+    try:
+        return run(argv)
+    except BrokenPipeError:
+        # later writes (and the interpreter's last flush) go nowhere instead of failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The ``cardrag`` command's work (:func:`main` adds the closed-pipe handling)."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     parser = argparse.ArgumentParser(prog="cardrag", description="Card retrieval with citations.")

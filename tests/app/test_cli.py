@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +170,23 @@ def test_a_lone_surrogate_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().err == (
         "cardrag: the question is not valid text (character 9 cannot be encoded)\n"
     )
+
+
+@pytest.mark.real
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(
+    shipped_index_dir: Path,
+) -> None:
+    env = {
+        **os.environ,
+        "CARDRAG_STORE_DIR": str(shipped_index_dir),
+        "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
+    }
+    command = [sys.executable, "-m", "cardrag.app.cli", "retrieve", "How do I store insulin?"]
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    child.stdout.close()  # `| head -0`: every write the command makes meets a closed pipe
+    err = child.stderr.read()
+    assert (child.wait(timeout=120), err) == (0, "")
