@@ -67,6 +67,12 @@ class GenerationCountError(RuntimeError):
     """A generation's rows or records do not match its manifest; it is not swapped in."""
 
 
+MARKER = ".cardrag-generation"
+"""File cardrag writes first into every generation folder it makes (the folder's name inside):
+only folders that hold it, or a finished cardrag manifest, are ever collected or cleaned
+(issue 32: a folder a user named ``index-photos`` was taken for an old generation)."""
+
+
 def new_generation() -> str:
     """A fresh, sortable index generation name."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")

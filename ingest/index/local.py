@@ -28,6 +28,7 @@ from cardrag.ingest.index.generations import (
     CURRENT,
     LOCK,
     MANIFEST,
+    MARKER,
     GenerationCountError,
     StoreLockedError,
     StoreMissingError,
@@ -52,9 +53,10 @@ class LocalGenerations:
         return self.store_dir / generation
 
     def new(self) -> str:
-        """A fresh generation folder."""
+        """A fresh generation folder, marked as cardrag's before anything else is written."""
         generation = new_generation()
         self.path(generation).mkdir(parents=True)
+        (self.path(generation) / MARKER).write_text(f"{generation}\n", encoding="utf-8")
         return generation
 
     def collections(self, generation: str, embeddings: Embeddings) -> Collections:
@@ -129,8 +131,8 @@ class LocalGenerations:
         drop_parent_store(self.parent_spec, generation, path / "parents")
 
     def generations(self) -> list[str]:
-        """Every generation folder, oldest first."""
-        return sorted(p.name for p in self.store_dir.glob("index-*") if p.is_dir())
+        """Every generation folder cardrag made, oldest first (:func:`ours`)."""
+        return sorted(p.name for p in self.store_dir.glob("index-*") if ours(p))
 
     def looks_like_a_store(self) -> bool:
         """Whether the folder is missing, empty, or holds cardrag's files (``--clean`` asks)."""
@@ -166,3 +168,25 @@ class LocalGenerations:
                 handle.truncate()
                 handle.flush()
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ours(folder: Path) -> bool:
+    """Whether a folder is a generation cardrag made.
+
+    Its marker names it, or (a generation written before the marker existed) it holds a
+    finished manifest of cardrag's. A folder merely named like one (``index-photos``) is
+    neither, and is never removed.
+    """
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    marker = folder / MARKER
+    if marker.is_file():
+        return marker.read_text(encoding="utf-8").strip() == folder.name
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return False
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"embedding_model", "children"} <= set(data)

@@ -22,6 +22,7 @@ from cardrag.ingest.index import (
     upsert_documents,
 )
 from cardrag.ingest.index.generations import CURRENT
+from cardrag.ingest.index.local import LocalGenerations
 from cardrag.ingest.index.parents import deserialize_parent, open_parent_store, serialize_parent
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
@@ -384,3 +385,26 @@ def test_a_card_folder_is_analysed_in_its_own_language_with_no_setting(
         assert index.bm25.search(question, 5)[0][1] == expected
     finally:
         index.close()
+
+
+def test_ingest_never_removes_what_it_did_not_make(
+    tmp_path: Path, fake_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    photos = tmp_path / "index-photos"  # named like a generation, holding a user's file
+    photos.mkdir(parents=True)
+    (photos / "a.jpg").write_text("precious")
+    (tmp_path / "index-notes.txt").write_text("mine")  # a file named like one
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "index-link").symlink_to(elsewhere)  # and a symlink
+    built = [
+        build_index(shipped_cards[:1], tmp_path, fake_embeddings, CardSplitter(), progress=False)
+        for _ in range(3)
+    ]
+    kept = sorted(p.name for p in tmp_path.glob("index-*"))
+    assert kept == sorted(
+        ["index-photos", "index-notes.txt", "index-link", built[1].path.name, built[2].path.name]
+    )
+    assert (photos / "a.jpg").read_text() == "precious"
+    assert (tmp_path / "index-link").resolve() == elsewhere.resolve()
+    assert LocalGenerations(tmp_path).generations() == sorted(b.path.name for b in built[1:])

@@ -29,7 +29,7 @@ from cardrag.ingest.index import (
     open_index,
     upsert_documents,
 )
-from cardrag.ingest.index.generations import CURRENT, MANIFEST
+from cardrag.ingest.index.generations import CURRENT, MANIFEST, MARKER
 from cardrag.ingest.index.manifest import make_manifest
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
@@ -56,6 +56,7 @@ def test_the_leftover_of_a_dead_writer_is_collected_by_the_next_ingest(
     )
     dead = tmp_path / "index-20000101T000000-dead01"  # no manifest: killed midway, lock released
     (dead / "chroma").mkdir(parents=True)
+    (dead / MARKER).write_text(f"{dead.name}\n")  # the first thing a writer puts in it
     second = build_index(
         shipped_cards[:1], tmp_path, fake_embeddings, CardSplitter(), progress=False
     )
