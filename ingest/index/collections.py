@@ -33,6 +33,7 @@ from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.settings import ConfigurationError
 
 COLLECTION_NAME = "children"
 """Chroma collection holding one row per child chunk."""
@@ -79,7 +80,7 @@ def http_client(url: str) -> ClientAPI:
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         msg = f"CARDRAG_CHROMA_URL must look like http://host:port, got {url!r}"
-        raise ValueError(msg)
+        raise ConfigurationError(msg)
     try:
         return chromadb.HttpClient(
             host=parsed.hostname,

@@ -81,6 +81,9 @@ class LocalGenerations:
     def current(self) -> str:
         """The generation ``current`` links to."""
         link = self.store_dir / CURRENT
+        if self.store_dir.exists() and not self.store_dir.is_dir():
+            msg = f"CARDRAG_STORE_DIR={self.store_dir} is a file, not a folder"
+            raise StoreMissingError(msg)
         if not link.exists():
             msg = (
                 f"{self.store_dir}: no index found; "

