@@ -28,7 +28,10 @@ broken corpus never half-replaces a good index.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -41,6 +44,8 @@ from cardrag.ingest import metadata as md
 from cardrag.ingest.language import ISO_639_1, detect
 from cardrag.ingest.sections import sections_of
 from cardrag.ingest.settings import default
+
+logger = logging.getLogger(__name__)
 
 Sensitivity = Literal["public", "internal", "restricted"]
 SENSITIVITIES: tuple[str, ...] = get_args(Sensitivity)
@@ -270,13 +275,47 @@ def load_cards(folder: Path | str, max_chars: int = MAX_CARD_CHARS) -> list[Card
     if not root.is_dir():
         msg = f"{root}: cards folder not found"
         raise FileNotFoundError(msg)
-    paths = sorted(root.rglob("*.md"))
+    paths = card_files(root)
     if not paths:
         msg = f"{root}: no *.md cards found"
         raise FileNotFoundError(msg)
     return check_unique(
         section for p in paths for section in split_sections(load_card(p, max_chars))
     )
+
+
+def card_files(root: Path) -> list[Path]:
+    """Every ``*.md`` card file under ``root``, sorted; symlinked folders followed once.
+
+    Only regular files are cards: a folder, FIFO, socket or dangling link named ``*.md`` is
+    refused, naming it (a FIFO would otherwise block the ingest forever). A folder reached a
+    second time through links (a loop) is skipped, with a warning naming it.
+
+    Raises:
+        CardError: for an entry named ``*.md`` that is not a regular file.
+    """
+    found: list[Path] = []
+    seen: set[str] = set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            logger.warning("%s: skipped, a folder already read through another path", folder)
+            dirs.clear()
+            continue
+        seen.add(real)
+        for name in sorted([*dirs, *files]):
+            if not name.endswith(".md"):
+                continue
+            path = Path(folder) / name
+            try:
+                mode = path.stat().st_mode
+            except OSError as exc:  # a dangling link, or a link loop
+                raise CardError(path, "file", f"cannot be read ({exc.strerror})") from None
+            if not stat.S_ISREG(mode):
+                kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+                raise CardError(path, "file", f"is {kind}, not a card file")
+            found.append(path)
+    return sorted(found)
 
 
 def check_unique(cards: Iterable[Card]) -> list[Card]:

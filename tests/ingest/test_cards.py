@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import re
+import shutil
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cardrag.ingest.cards import Card, CardError, load_card, load_cards, parse_card
+from tests.conftest import CARDS_DIR
 
 GOOD = """---
 id: card-example
@@ -169,3 +174,46 @@ def test_a_card_over_the_size_limit_is_refused_naming_the_file(tmp_path: Path) -
     with pytest.raises(CardError, match=r"bytes, over the limit of 10 characters"):
         load_cards(tmp_path, max_chars=10)  # far over: refused from its size, never read
     assert [c.id for c in load_cards(tmp_path, max_chars=size)] == ["card-long"]
+
+
+def _one_card(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(CARDS_DIR / "iron-tablets.md", folder / "iron-tablets.md")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda p: p.mkdir(), "is a folder, not a card file"),
+        (lambda p: os.mkfifo(p), "is not a regular file, not a card file"),
+        (lambda p: p.symlink_to(p), "cannot be read (Too many levels of symbolic links)"),
+        (
+            lambda p: p.symlink_to(p.parent / "gone.md"),
+            "cannot be read (No such file or directory)",
+        ),
+    ],
+    ids=["folder", "fifo", "link-loop", "dangling-link"],
+)
+def test_an_entry_named_like_a_card_that_is_no_file_is_refused_naming_it(
+    tmp_path: Path, make: Any, problem: str
+) -> None:
+    folder = _one_card(tmp_path / "cards")
+    make(folder / "x.md")
+    with pytest.raises(CardError, match=re.escape(f"{folder / 'x.md'}: field 'file': {problem}")):
+        load_cards(folder)
+
+
+def test_a_symlinked_folder_is_read_once_and_a_loop_is_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = _one_card(tmp_path / "cards")
+    other = tmp_path / "more"
+    other.mkdir()
+    shutil.copy(CARDS_DIR / "insulin-storage.md", other / "insulin-storage.md")
+    (folder / "more").symlink_to(other)  # followed
+    (other / "back").symlink_to(folder)  # a loop back to the top
+    with caplog.at_level("WARNING"):
+        cards = load_cards(folder)
+    assert sorted(c.id for c in cards) == ["card-insulin-storage", "card-iron-tablets"]
+    assert f"{folder / 'more' / 'back'}: skipped, a folder already read" in caplog.text
