@@ -32,6 +32,7 @@ from cardrag.ingest.settings import (
     ConfigurationError,
     Settings,
     SettingsFileError,
+    disk_full,
     settings_problem,
     unknown_variables,
 )
@@ -221,6 +222,11 @@ def run(argv: list[str] | None = None) -> int:
         StoreUnavailableError,
     ) as exc:
         print(f"cardrag: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if not disk_full(exc):
+            raise
+        print(f"cardrag: no space left on the device holding {settings.store_dir}", file=sys.stderr)
         return 2
 
 

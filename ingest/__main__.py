@@ -21,7 +21,7 @@ from cardrag.ingest.index import (
 )
 from cardrag.ingest.index.builder import plan_folder
 from cardrag.ingest.index.cache import Changes
-from cardrag.ingest.settings import Settings, SettingsFileError, settings_problem
+from cardrag.ingest.settings import Settings, SettingsFileError, disk_full, settings_problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +63,15 @@ def run(settings: Settings, cards: Path | None, *, clean: bool, dry_run: bool = 
         GenerationCountError,
     ) as exc:
         print(f"ingest failed, previous index untouched: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if not disk_full(exc):
+            raise
+        print(
+            f"ingest failed: no space left on the device holding {settings.store_dir}; "
+            "the previous index is untouched",
+            file=sys.stderr,
+        )
         return 2
     took = time.perf_counter() - started
     m = index.manifest

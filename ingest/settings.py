@@ -6,6 +6,7 @@ vector store and the parent store live in a folder of the project.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import re
@@ -346,3 +347,26 @@ def settings_problem(exc: Exception) -> str:
             parts.append(f"{name}: {error['msg']}")
         return "; ".join(parts)
     return f"settings file {settings_file()}: {exc}"
+
+
+DISK_FULL = ("No space left on device", "database or disk is full")
+"""What a full disk says, through Python (``ENOSPC``) or through SQLite inside Chroma."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether an error, or one it was raised from, says the disk is full.
+
+    Example:
+        >>> disk_full(RuntimeError("write failed")), disk_full(OSError(28, "No space left"))
+        (False, True)
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            return True
+        if any(marker in str(current) for marker in DISK_FULL):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

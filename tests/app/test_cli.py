@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -248,3 +249,40 @@ def test_a_folder_without_a_model_is_one_line_and_exit_2(
     assert capsys.readouterr().err == (
         f"cardrag: CARDRAG_EMBEDDING_MODEL={tmp_path}: the folder holds no model (no config.json)\n"
     )
+
+
+@pytest.mark.real
+def test_a_full_disk_during_ingest_is_one_line_and_the_previous_index_answers(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    real_embeddings: object,
+) -> None:
+    from cardrag.ingest.index.local import LocalGenerations
+    from tests.conftest import CARDS_DIR
+
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    for name in ("iron-tablets.md", "insulin-storage.md"):
+        (cards / name).write_text((CARDS_DIR / name).read_text())
+    store = tmp_path / "store"
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(store))
+    monkeypatch.setenv("CARDRAG_CARDS_DIR", str(cards))
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
+    assert main(["ingest"]) == 0
+    live = (store / "current").resolve()
+    capsys.readouterr()
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(LocalGenerations, "complete", full)
+    (cards / "iron-tablets.md").write_text((CARDS_DIR / "iron-tablets.md").read_text() + "\nMore.")
+    assert main(["ingest"]) == 2
+    assert capsys.readouterr().err == (
+        f"ingest failed: no space left on the device holding {store}; "
+        "the previous index is untouched\n"
+    )
+    assert (store / "current").resolve() == live
+    assert [p for p in store.glob("index-*")] == [live]
+    assert main(["retrieve", "How do I store insulin?"]) == 0
