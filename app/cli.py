@@ -171,6 +171,7 @@ def run(argv: list[str] | None = None) -> int:
         "--clean", action="store_true", help="keep no previous index once the new one is live"
     )
     p_ingest.add_argument("--dry-run", action="store_true", help=ingest_main.DRY_RUN_HELP)
+    p_ingest.add_argument("--break-lock", action="store_true", help=ingest_main.BREAK_LOCK_HELP)
     p_ret = sub.add_parser("retrieve", help="print the top cards for a question")
     p_ret.add_argument("question")
     p_ret.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
@@ -197,7 +198,13 @@ def run(argv: list[str] | None = None) -> int:
         print(f"cardrag: warning: {warning}", file=sys.stderr)
     try:
         if args.command == "ingest":
-            return ingest_main.run(settings, args.cards, clean=args.clean, dry_run=args.dry_run)
+            return ingest_main.run(
+                settings,
+                args.cards,
+                clean=args.clean,
+                dry_run=args.dry_run,
+                break_lock=args.break_lock,
+            )
         if args.command == "ask":
             return cmd_ask(settings, args.question, args.k, as_json=args.json, staff=args.staff)
         if args.command == "retrieve":

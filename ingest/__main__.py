@@ -34,26 +34,40 @@ def main(argv: list[str] | None = None) -> int:
         help="keep no previous index once the new one is live (refused on a non-store folder)",
     )
     parser.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
+    parser.add_argument("--break-lock", action="store_true", help=BREAK_LOCK_HELP)
     args = parser.parse_args(argv)
     try:
         settings = Settings()
     except (ValidationError, tomllib.TOMLDecodeError, SettingsError, SettingsFileError) as exc:
         print(f"ingest failed, previous index untouched: {settings_problem(exc)}", file=sys.stderr)
         return 2
-    return run(settings, args.cards, clean=args.clean, dry_run=args.dry_run)
+    return run(
+        settings, args.cards, clean=args.clean, dry_run=args.dry_run, break_lock=args.break_lock
+    )
 
 
 DRY_RUN_HELP = "print what would change (cards, texts to embed) and write nothing"
+BREAK_LOCK_HELP = (
+    "on a Chroma server, take the writer lock even if its lease has not expired (only when you "
+    "know its holder is dead)"
+)
 
 
-def run(settings: Settings, cards: Path | None, *, clean: bool, dry_run: bool = False) -> int:
+def run(
+    settings: Settings,
+    cards: Path | None,
+    *,
+    clean: bool,
+    dry_run: bool = False,
+    break_lock: bool = False,
+) -> int:
     """Ingest with ``settings``; shared by ``python -m cardrag.ingest`` and ``cardrag ingest``."""
     started = time.perf_counter()
     try:
         if dry_run:
             print(f"dry run, nothing written: {plan_folder(settings, cards).line()}")
             return 0
-        index = ingest_folder(settings, cards, clean=clean)
+        index = ingest_folder(settings, cards, clean=clean, break_lock=break_lock)
     except (
         CardError,
         FileNotFoundError,

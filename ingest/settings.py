@@ -150,6 +150,10 @@ class Settings(BaseSettings):
     namespace: str = Field(default="cardrag", pattern=r"^[a-z0-9][a-z0-9_-]{1,40}$")
     """Prefix of the collections and Redis keys of this knowledge base on shared servers."""
 
+    lock_lease_seconds: float = Field(default=120.0, gt=0)
+    """On a Chroma server, how long an ingest's writer lock lasts unless the ingest renews it
+    (it does, every third of it): a killed ingest's lock is taken over once it has expired."""
+
     cards_dir: Path = Field(default_factory=shipped_cards)
     """Folder of Markdown cards with YAML front matter (default: the shipped cards)."""
 

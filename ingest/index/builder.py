@@ -209,7 +209,11 @@ def build_index(
 
 
 def ingest_folder(
-    settings: Settings, cards_dir: Path | None = None, *, clean: bool = False
+    settings: Settings,
+    cards_dir: Path | None = None,
+    *,
+    clean: bool = False,
+    break_lock: bool = False,
 ) -> Index:
     """Load, validate and index a folder of cards with the configured model and budgets.
 
@@ -220,6 +224,8 @@ def ingest_folder(
         settings: Paths, model and chunk budgets.
         cards_dir: Overrides ``settings.cards_dir``.
         clean: Remove every previous generation once the new one is live.
+        break_lock: On a Chroma server, take the writer lock whoever holds it (a store
+            folder's lock needs no breaking: the kernel releases it when its holder dies).
 
     Returns:
         The new index, already swapped in.
@@ -229,6 +235,8 @@ def ingest_folder(
     """
     cards = load_cards(cards_dir or settings.cards_dir, settings.max_card_chars)
     generations = generations_of(settings)
+    if break_lock and isinstance(generations, RemoteGenerations):
+        generations.break_lock = True
     if clean and isinstance(generations, LocalGenerations) and not generations.looks_like_a_store():
         msg = (
             f"{settings.store_dir}: --clean refused: the folder holds files that are not a "

@@ -61,7 +61,11 @@ def generations_of(settings: Settings) -> LocalGenerations | RemoteGenerations:
     """Where the settings keep generations: a Chroma server, or the store folder."""
     if settings.chroma_url:
         return RemoteGenerations(
-            str(settings.chroma_url), settings.namespace, settings.store_dir, settings.parent_store
+            str(settings.chroma_url),
+            settings.namespace,
+            settings.store_dir,
+            settings.parent_store,
+            lease_seconds=settings.lock_lease_seconds,
         )
     return LocalGenerations(settings.store_dir, settings.parent_store)
 

@@ -8,6 +8,9 @@ import json
 import logging
 import os
 import socket
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +58,10 @@ class RemoteGenerations:
     """Local folder for parents when no parent store is configured."""
     parent_spec: str | None = None
     """``CARDRAG_PARENT_STORE``."""
+    lease_seconds: float = 120.0
+    """``CARDRAG_LOCK_LEASE_SECONDS``: the writer lock's lease, renewed while the ingest runs."""
+    break_lock: bool = False
+    """Take the writer lock whoever holds it (``cardrag ingest --break-lock``)."""
     _manifests: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
@@ -180,28 +187,94 @@ class RemoteGenerations:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """The collection ``{namespace}-lock``: created by the one writer, deleted after."""
+        """The collection ``{namespace}-lock``: a lease with its owner and expiry.
+
+        Created by the one writer and renewed every third of ``lease_seconds`` while it writes,
+        deleted after. A lock whose lease has expired (its writer was killed) is taken over,
+        with a warning naming the dead holder; ``break_lock`` takes any.
+        """
         client = http_client(self.url)
         name = f"{self.namespace}-lock"
-        holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
+        owner = uuid.uuid4().hex
         try:
-            client.create_collection(name, metadata=holder)
+            client.create_collection(name, metadata=self._lease(owner))
         except Exception as exc:  # chromadb reports an existing collection as a server error
             try:
                 held = client.get_collection(name).metadata or {}
             except Exception:  # no lock there: the server failed for another reason
                 raise exc from None
-            msg = (
-                f"{self.url} ({self.namespace}): another ingest (pid {held.get('pid', '?')} on "
-                f"{held.get('host', '?')}, since {held.get('since', '?')}) is writing this store; "
-                f"run again when it has finished (if it died, delete the collection {name!r})"
-            )
-            raise StoreLockedError(msg) from None
+            if not (self.break_lock or lease_expired(held, time.time())):
+                msg = (
+                    f"{self.url} ({self.namespace}): another ingest ({describe(held)}) is "
+                    "writing this store; run again when it has finished (a dead writer's lock "
+                    f"is taken over when its lease ends; `cardrag ingest --break-lock` now)"
+                )
+                raise StoreLockedError(msg) from None
+            why = "broken by --break-lock" if self.break_lock else "its lease expired"
+            logger.warning("took over the writer lock of %s: %s", describe(held), why)
+            client.delete_collection(name)
+            try:
+                client.create_collection(name, metadata=self._lease(owner))
+            except Exception:  # another writer took it in between
+                msg = f"{self.url} ({self.namespace}): another ingest took the lock first"
+                raise StoreLockedError(msg) from None
+        stop = threading.Event()
+        renewal = threading.Thread(
+            target=self._renew, args=(client, name, owner, stop), daemon=True
+        )
+        renewal.start()
         try:
             yield
         finally:
+            stop.set()
+            renewal.join()
             with contextlib.suppress(Exception):
-                client.delete_collection(name)
+                if (client.get_collection(name).metadata or {}).get("owner") == owner:
+                    client.delete_collection(name)
+
+    def _lease(self, owner: str) -> dict[str, Any]:
+        """The lock's metadata: who holds it, since when, until when unless renewed."""
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": _now(),
+            "owner": owner,
+            "expires": time.time() + self.lease_seconds,
+        }
+
+    def _renew(self, client: Any, name: str, owner: str, stop: threading.Event) -> None:
+        """Push the lease's expiry forward every third of it until ``stop`` is set."""
+        while not stop.wait(self.lease_seconds / 3):
+            try:
+                lock = client.get_collection(name)
+                held = lock.metadata or {}
+                if held.get("owner") != owner:
+                    logger.warning("the writer lock was taken over by %s", describe(held))
+                    return
+                lock.modify(metadata={**held, "expires": time.time() + self.lease_seconds})
+            except Exception:  # the server is away for a moment: try again next time
+                logger.warning("could not renew the writer lock", exc_info=True)
+
+
+def lease_expired(held: dict[str, Any], now: float) -> bool:
+    """Whether a lock's lease has ended (a lock written before leases never expires here).
+
+    Example:
+        >>> lease_expired({"expires": 100.0}, 101.0), lease_expired({"expires": 100.0}, 99.0)
+        (True, False)
+    """
+    expires = held.get("expires")
+    return isinstance(expires, int | float) and expires < now
+
+
+def describe(held: dict[str, Any]) -> str:
+    """A lock's holder in words.
+
+    Example:
+        >>> describe({"pid": 7, "host": "w1", "since": "2026-12-01T10:00:00+00:00"})
+        'pid 7 on w1, since 2026-12-01T10:00:00+00:00'
+    """
+    return f"pid {held.get('pid', '?')} on {held.get('host', '?')}, since {held.get('since', '?')}"
 
 
 def _now() -> str:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -312,3 +313,103 @@ def test_the_embedding_cache_lives_in_the_parents_redis(remote: Settings, redis_
     assert again.manifest["changes"]["embedded"] == 0  # every text came from Redis
     assert again.manifest["changes"]["reused"] == len(list(cache.vectors().yield_keys()))
     assert not (remote.store_dir / "embeddings").exists()
+
+
+def test_a_dead_writers_lock_is_taken_over_once_its_lease_expires(
+    remote: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    from cardrag.ingest.index import RemoteGenerations, StoreLockedError
+    from cardrag.ingest.index.collections import http_client
+
+    assert remote.chroma_url is not None
+    url = str(remote.chroma_url)
+
+    def writer(lease: float, *, break_lock: bool = False) -> RemoteGenerations:
+        return RemoteGenerations(
+            url,
+            remote.namespace,
+            remote.store_dir,
+            remote.parent_store,
+            lease_seconds=lease,
+            break_lock=break_lock,
+        )
+
+    name = f"{remote.namespace}-lock"
+    # a writer killed with kill -9 leaves its lock behind, lease running
+    dead = {"pid": 999999, "host": "gone", "since": "2026-12-01T00:00:00+00:00", "owner": "x"}
+    http_client(url).create_collection(name, metadata={**dead, "expires": time.time() + 1.0})
+    refused = pytest.raises(StoreLockedError, match=r"another ingest \(pid 999999 on gone")
+    with refused, writer(120.0).lock():
+        pass
+    time.sleep(1.2)  # the lease ends: no one renewed it
+    with caplog.at_level("WARNING"), writer(120.0).lock():
+        held = http_client(url).get_collection(name).metadata or {}
+        assert held["pid"] == os.getpid()
+    assert "took over the writer lock of pid 999999 on gone" in caplog.text
+    assert "its lease expired" in caplog.text
+    # an operator who knows: --break-lock takes a live lease too
+    http_client(url).create_collection(name, metadata={**dead, "expires": time.time() + 600})
+    with writer(120.0, break_lock=True).lock():
+        pass
+    assert name not in [c.name for c in http_client(url).list_collections()]  # released
+
+
+def test_a_running_writer_renews_its_lease(remote: Settings) -> None:
+    from cardrag.ingest.index import RemoteGenerations
+    from cardrag.ingest.index.collections import http_client
+
+    assert remote.chroma_url is not None
+    generations = RemoteGenerations(
+        str(remote.chroma_url),
+        remote.namespace,
+        remote.store_dir,
+        remote.parent_store,
+        lease_seconds=0.6,
+    )
+    lock = f"{remote.namespace}-lock"
+    with generations.lock():
+        first = (http_client(str(remote.chroma_url)).get_collection(lock).metadata or {})["expires"]
+        time.sleep(0.9)  # past the first lease: renewed every 0.2 s
+        later = (http_client(str(remote.chroma_url)).get_collection(lock).metadata or {})["expires"]
+        assert later > first
+        assert later > time.time()
+
+
+def test_after_kill_9_of_an_ingest_the_next_one_succeeds_once_the_lease_ends(
+    remote: Settings,
+) -> None:
+    from cardrag.ingest.index.collections import http_client
+
+    assert remote.chroma_url is not None
+    env = {
+        **os.environ,
+        "CARDRAG_CHROMA_URL": str(remote.chroma_url),
+        "CARDRAG_PARENT_STORE": str(remote.parent_store),
+        "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
+        "CARDRAG_STORE_DIR": str(remote.store_dir),
+        "CARDRAG_CARDS_DIR": str(remote.cards_dir),
+        "CARDRAG_LOCK_LEASE_SECONDS": "3",
+    }
+    cmd = [sys.executable, "-m", "cardrag.app.cli", "ingest"]
+    name = f"{remote.namespace}-lock"
+    client = http_client(str(remote.chroma_url))
+    live = current_generation(remote)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(
+            lambda: name in [c.name for c in client.list_collections()], "the lock", proc, 60
+        )
+        proc.kill()  # kill -9 while it holds the lock
+        proc.wait(timeout=30)
+    finally:
+        stop(proc)
+    assert name in [c.name for c in client.list_collections()]  # the dead writer's lock stays
+    blocked = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if blocked.returncode == 2:  # still inside the dead writer's lease
+        assert "another ingest (pid" in blocked.stderr
+        time.sleep(3.5)
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "took over the writer lock of pid" in again.stderr + blocked.stderr
+    assert current_generation(remote) != live
+    assert name not in [c.name for c in client.list_collections()]
