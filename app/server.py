@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 from cardrag.app.context import Context, StaffAccessError, check_staff_access, for_staff
 from cardrag.app.graph import answer, check_question
 from cardrag.app.guard import Guard
+from cardrag.app.leases import Leases
 from cardrag.app.reply import Reply
 from cardrag.app.vectors import QuestionCache
 from cardrag.ingest import metadata as md
@@ -59,6 +60,7 @@ from cardrag.ingest.index import (
     current_generation,
     open_current,
 )
+from cardrag.ingest.index.reader import generations_of
 from cardrag.ingest.settings import Settings
 from cardrag.retrievers.expansion import visible
 
@@ -67,7 +69,13 @@ logger = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "static"
 """The page: plain HTML, CSS and JavaScript, no build step."""
 NOT_FOUND = "card not found"
-NOT_SERVABLE = (StoreMissingError, ModelMismatchError)
+
+
+class DegradedError(RuntimeError):
+    """The index served cannot answer (its generation is gone) and no other can be opened."""
+
+
+NOT_SERVABLE = (StoreMissingError, ModelMismatchError, DegradedError)
 """What leaves the server up with nothing to answer from: no index yet, or one built with
 another embedding model (re-ingest, or start with that model). Each route says so with a 503
 and the reason; the server does not exit."""
@@ -124,6 +132,8 @@ class Health(BaseModel):
     """Rows in the children collection (chunks, plus whole-card rows where enabled)."""
     stale: bool = False
     """A newer index exists but cannot be opened; the one in ``index`` is still answering."""
+    degraded: bool = False
+    """The index served cannot answer now (its stores do not answer, or hold nothing): 503."""
     detail: str | None = None
     """Why nothing is loaded, or why the newer index cannot be served."""
 
@@ -152,6 +162,8 @@ class Service:
         """Why the newest index is not the one served (None: it is)."""
         self._reload = threading.Lock()
         self.answering = threading.Lock()
+        self.leases = Leases(generations_of(settings), settings.lock_lease_seconds)
+        """The generations this server holds open, leased so no re-ingest collects them."""
 
     def current(self) -> Served:
         """The index to answer from, reopened when a re-ingest has moved the pointer.
@@ -164,9 +176,15 @@ class Service:
             StoreMissingError: when the store holds no index.
             ModelMismatchError: when the only index there is was built with another model.
         """
-        generation = current_generation(self.settings)
         served = self.served
-        if served is not None and served.index.generation == generation:
+        try:
+            generation = current_generation(self.settings)
+        except StoreMissingError as exc:
+            if served is None or not gone(served):
+                raise
+            msg = f"degraded: the index it served, {served.index.generation}, is gone, and {exc}"
+            raise DegradedError(msg) from exc
+        if served is not None and served.index.generation == generation and not gone(served):
             return served
         with self._reload:
             if self.served is None or self.served.index.generation != generation:
@@ -174,7 +192,9 @@ class Service:
                     opened = self._open()
                     # the generation replaced now may still have a request waiting on it; the
                     # one replaced before it cannot (its folder is gone too): release that one
+                    self.leases.hold(opened.index.generation)
                     if self.retired is not None:
+                        self.leases.release(self.retired.index.generation)
                         self.retired.index.close()
                     self.retired, self.served = self.served, opened
                     self.stale = None
@@ -184,12 +204,23 @@ class Service:
                         raise
                     self.stale = f"{generation} cannot be served: {exc}"
                     logger.warning("still serving %s: %s", self.served.index.generation, exc)
+            if gone(self.served):
+                msg = (
+                    f"degraded: the index it served, {self.served.index.generation}, is gone, "
+                    f"and {self.stale or 'the current one names it'}"
+                )
+                raise DegradedError(msg)
             return self.served
 
     def _open(self) -> Served:
         index = open_current(self.settings, self.embeddings)
         context = Context.from_index(index, self.settings, self.embeddings)
         return Served(index=index, context=context)
+
+
+def gone(served: Served) -> bool:
+    """Whether a served generation's folder has disappeared under the server."""
+    return served.index.client is not None and not served.index.path.exists()
 
 
 def allow_staff(settings: Settings) -> None:
@@ -212,6 +243,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except NOT_SERVABLE as exc:
             logger.warning("%s", exc)
         yield
+        service.leases.close()
 
     app = FastAPI(title="cardrag", summary="Answers from cards, with citations.", lifespan=lifespan)
 
@@ -247,7 +279,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             served = service.current()
         except NOT_SERVABLE as exc:
-            body = Health(loaded=False, embedding_model=model, detail=str(exc))
+            degraded = isinstance(exc, DegradedError)
+            body = Health(loaded=False, embedding_model=model, detail=str(exc), degraded=degraded)
+            return JSONResponse(body.model_dump(), status_code=503)
+        problem = served.index.problem()
+        if problem is not None:
+            body = Health(
+                loaded=True,
+                index=served.index.generation,
+                embedding_model=model,
+                degraded=True,
+                detail=f"degraded: {problem}",
+            )
             return JSONResponse(body.model_dump(), status_code=503)
         return Health(
             loaded=True,

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import time
 import uuid
 from collections.abc import Collection
 from pathlib import Path
@@ -67,6 +68,8 @@ class GenerationCountError(RuntimeError):
     """A generation's rows or records do not match its manifest; it is not swapped in."""
 
 
+LEASES = "leases"
+"""Folder of a store folder holding the servers' leases on the generations they serve."""
 MARKER = ".cardrag-generation"
 """File cardrag writes first into every generation folder it makes (the folder's name inside):
 only folders that hold it, or a finished cardrag manifest, are ever collected or cleaned
@@ -149,10 +152,31 @@ class Generations(Protocol):
         """Hold the store's one writer lock, or raise :class:`StoreLockedError` at once."""
         ...
 
+    def lease(self, generation: str, holder: str, seconds: float) -> None:
+        """Record (or renew) that ``holder`` serves ``generation`` for ``seconds`` more."""
+        ...
+
+    def release(self, generation: str, holder: str) -> None:
+        """``holder`` no longer serves ``generation``."""
+        ...
+
+    def leased(self, now: float) -> set[str]:
+        """The generations a server holds a lease on that has not expired at ``now``."""
+        ...
+
 
 def collect(generations: Generations, keep: Collection[str]) -> list[str]:
-    """Drop every generation not in ``keep`` (call under ``generations.lock()``); the dropped."""
-    dropped = [g for g in generations.generations() if g not in keep]
+    """Drop every generation not in ``keep`` nor leased (under ``generations.lock()``).
+
+    A generation a live server still serves is leased (:meth:`Generations.lease`) and never
+    dropped, whichever generation is current (issue 32: a second re-ingest with another model
+    collected the one a server could still answer from).
+
+    Returns:
+        The dropped generations.
+    """
+    held = set(keep) | generations.leased(time.time())
+    dropped = [g for g in generations.generations() if g not in held]
     for generation in dropped:
         generations.drop(generation)
     return dropped

@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from cardrag.ingest.index.collections import (
 )
 from cardrag.ingest.index.generations import (
     CURRENT,
+    LEASES,
     LOCK,
     MANIFEST,
     MARKER,
@@ -137,12 +139,38 @@ class LocalGenerations:
         """Every generation folder cardrag made, oldest first (:func:`ours`)."""
         return sorted(p.name for p in self.store_dir.glob("index-*") if ours(p))
 
+    def lease(self, generation: str, holder: str, seconds: float) -> None:
+        """A file ``leases/{holder}@{generation}`` holding the lease's expiry (epoch seconds)."""
+        folder = self.store_dir / LEASES
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{holder}@{generation}.tmp"
+        tmp.write_text(f"{time.time() + seconds}\n", encoding="utf-8")
+        tmp.replace(folder / f"{holder}@{generation}")
+
+    def release(self, generation: str, holder: str) -> None:
+        """Remove ``holder``'s lease on ``generation``."""
+        (self.store_dir / LEASES / f"{holder}@{generation}").unlink(missing_ok=True)
+
+    def leased(self, now: float) -> set[str]:
+        """Generations with a lease file whose expiry is still ahead."""
+        held: set[str] = set()
+        for path in (
+            (self.store_dir / LEASES).glob("*@*") if (self.store_dir / LEASES).is_dir() else ()
+        ):
+            try:
+                expires = float(path.read_text(encoding="utf-8").strip())
+            except (OSError, ValueError):
+                continue
+            if expires > now:
+                held.add(path.name.rpartition("@")[2])
+        return held
+
     def looks_like_a_store(self) -> bool:
         """Whether the folder is missing, empty, or holds cardrag's files (``--clean`` asks)."""
         if not self.store_dir.exists():
             return True
         entries = {p.name for p in self.store_dir.iterdir()}
-        ours = {CURRENT, LOCK, CACHE, RECORDS} | set(self.generations())
+        ours = {CURRENT, LOCK, CACHE, RECORDS, LEASES} | set(self.generations())
         return not entries or bool(entries & ours)
 
     @contextlib.contextmanager

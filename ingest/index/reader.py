@@ -56,6 +56,24 @@ class Index:
         """The children collection."""
         return self.collections.children
 
+    def problem(self) -> str | None:
+        """Why this index cannot answer, checked cheaply (None: it can).
+
+        Its folder must still exist, the children collection must answer and hold rows, and
+        the parent store must hold a record: a generation collected under a server, a Chroma
+        server or Redis away, or a parent store emptied behind it all fail here.
+        """
+        if self.client is not None and not self.path.exists():
+            return f"the index it serves, {self.generation}, is gone"
+        try:
+            if self.collections.children._collection.count() == 0:
+                return f"the vector store of {self.generation} holds no rows"
+            if next(iter(self.docstore.yield_keys()), None) is None:
+                return f"the parent store of {self.generation} holds no cards"
+        except Exception as exc:  # a server away, a folder gone: whatever the store says
+            return f"{self.generation} cannot be read: {type(exc).__name__}: {exc}"
+        return None
+
 
 def generations_of(settings: Settings) -> LocalGenerations | RemoteGenerations:
     """Where the settings keep generations: a Chroma server, or the store folder."""

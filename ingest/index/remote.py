@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -231,6 +232,38 @@ class RemoteGenerations:
             with contextlib.suppress(Exception):
                 if (client.get_collection(name).metadata or {}).get("owner") == owner:
                     client.delete_collection(name)
+
+    def lease(self, generation: str, holder: str, seconds: float) -> None:
+        """A collection ``{namespace}-lease-{generation}-{holder}``, holding no rows.
+
+        Its metadata holds the lease's expiry; renewing it updates the expiry.
+        """
+        client = http_client(self.url)
+        metadata = {"generation": generation, "holder": holder, "expires": time.time() + seconds}
+        lease = client.get_or_create_collection(self._lease_name(generation, holder))
+        lease.modify(metadata=metadata)
+
+    def release(self, generation: str, holder: str) -> None:
+        """Delete ``holder``'s lease collection for ``generation``."""
+        with contextlib.suppress(Exception):
+            http_client(self.url).delete_collection(self._lease_name(generation, holder))
+
+    def leased(self, now: float) -> set[str]:
+        """Generations with a lease collection whose expiry is still ahead."""
+        client = http_client(self.url)
+        held: set[str] = set()
+        for collection in client.list_collections():
+            if not collection.name.startswith(f"{self.namespace}-lease-"):
+                continue
+            meta = collection.metadata or {}
+            expires = meta.get("expires")
+            if isinstance(expires, int | float) and expires > now:
+                held.add(str(meta.get("generation")))
+        return held
+
+    def _lease_name(self, generation: str, holder: str) -> str:
+        safe = re.sub(r"[^a-zA-Z0-9._-]", "-", holder)
+        return f"{self.namespace}-lease-{generation}-{safe}"[:500]
 
     def _lease(self, owner: str) -> dict[str, Any]:
         """The lock's metadata: who holds it, since when, until when unless renewed."""

@@ -293,6 +293,54 @@ def test_a_newer_index_that_cannot_be_opened_leaves_the_served_one_answering(
         reply = client.post("/ask", json={"question": NARROW})
         assert reply.status_code == 200
         assert [c["id"] for c in reply.json()["citations"]] == ["card-insulin-storage"]
+        # a second re-ingest used to collect the generation still served: it is leased
+        _store(tmp_path, cards, FakeEmbeddings(), "another-model")
+        assert (tmp_path / first["index"]).is_dir()
+        again = client.post("/ask", json={"question": NARROW})
+        assert [c["id"] for c in again.json()["citations"]] == ["card-insulin-storage"]
+        assert client.get("/healthz").json()["stale"] is True
+
+
+@pytest.mark.real
+def test_a_generation_gone_under_the_server_is_a_503_then_the_new_one_serves(
+    tmp_path: Path, shipped_cards: list[Card], real_embeddings: Embeddings
+) -> None:
+    import shutil
+
+    cards = [c for c in shipped_cards if c.id == "card-insulin-storage"]
+    _store(tmp_path, cards, real_embeddings, REAL_MODEL)
+    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL, min_similarity=0.0)
+    with TestClient(create_app(settings)) as client:
+        served = client.get("/healthz").json()["index"]
+        shutil.rmtree(tmp_path / served)  # removed by hand, behind the server's lease
+        health = client.get("/healthz")
+        assert health.status_code == 503  # within one request
+        assert health.json()["degraded"] is True
+        assert f"the index it served, {served}, is gone" in health.json()["detail"]
+        assert client.post("/ask", json={"question": NARROW}).status_code == 503
+        _store(tmp_path, cards, real_embeddings, REAL_MODEL)  # a re-ingest
+        back = client.get("/healthz")
+        assert (back.status_code, back.json()["degraded"]) == (200, False)
+        assert back.json()["index"] != served
+        reply = client.post("/ask", json={"question": NARROW})
+        assert [c["id"] for c in reply.json()["citations"]] == ["card-insulin-storage"]
+
+
+@pytest.mark.real
+def test_an_emptied_parent_store_is_a_degraded_503_with_the_reason(
+    tmp_path: Path, shipped_cards: list[Card], real_embeddings: Embeddings
+) -> None:
+    import shutil
+
+    cards = [c for c in shipped_cards if c.id == "card-insulin-storage"]
+    _store(tmp_path, cards, real_embeddings, REAL_MODEL)
+    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL, min_similarity=0.0)
+    with TestClient(create_app(settings)) as client:
+        served = client.get("/healthz").json()["index"]
+        shutil.rmtree(tmp_path / served / "parents")
+        health = client.get("/healthz")
+        assert health.status_code == 503
+        assert health.json()["detail"] == f"degraded: the parent store of {served} holds no cards"
 
 
 def _open_files_under(folder: Path) -> list[str]:

@@ -218,3 +218,27 @@ def test_two_ingests_at_once_never_leave_current_on_an_incomplete_index(
     assert len(list(index.docstore.yield_keys())) == len(shipped_cards)
     assert (index.path / MANIFEST).is_file()
     assert index.docstore.mget(["card-insulin-storage"])[0] is not None
+
+
+def test_a_leased_generation_survives_collection_until_its_lease_ends(
+    tmp_path: Path, fake_embeddings: Embeddings, shipped_cards: list[Card]
+) -> None:
+    import time
+
+    from cardrag.ingest.index.generations import collect
+
+    first = build_index(
+        shipped_cards[:1], tmp_path, fake_embeddings, CardSplitter(), progress=False
+    )
+    generations = LocalGenerations(tmp_path)
+    generations.lease(first.generation, "server-a", 60)
+    for _ in range(2):  # two re-ingests: the first generation is neither new nor previous
+        build_index(shipped_cards[:1], tmp_path, fake_embeddings, CardSplitter(), progress=False)
+    assert first.path.is_dir()
+    assert generations.leased(time.time()) == {first.generation}
+    assert generations.leased(time.time() + 61) == set()
+    generations.release(first.generation, "server-a")
+    with generations.lock():
+        dropped = collect(generations, keep={generations.current()})
+    assert first.generation in dropped  # released: collected like any old generation
+    assert not first.path.exists()

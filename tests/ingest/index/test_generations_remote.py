@@ -413,3 +413,22 @@ def test_after_kill_9_of_an_ingest_the_next_one_succeeds_once_the_lease_ends(
     assert "took over the writer lock of pid" in again.stderr + blocked.stderr
     assert current_generation(remote) != live
     assert name not in [c.name for c in client.list_collections()]
+
+
+def test_a_generation_a_server_leases_is_never_collected(remote: Settings) -> None:
+    from cardrag.ingest.index import RemoteGenerations
+    from cardrag.ingest.index.generations import collect
+
+    assert remote.chroma_url is not None
+    generations = RemoteGenerations(
+        str(remote.chroma_url), remote.namespace, remote.store_dir, remote.parent_store
+    )
+    live = current_generation(remote)
+    generations.lease(live, "worker-1", 60)
+    assert generations.leased(time.time()) == {live}
+    assert generations.leased(time.time() + 61) == set()  # a dead server's lease ends
+    with generations.lock():
+        assert collect(generations, keep=set()) == []  # the live one is leased: kept
+    generations.release(live, "worker-1")
+    assert generations.leased(time.time()) == set()
+    assert current_generation(remote) == live
