@@ -37,7 +37,7 @@ from cardrag.app.citations import verify_citations as check_citations
 from cardrag.app.context import Context, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer, split_sentences
 from cardrag.app.grading import refusal_reason
-from cardrag.app.names import Names
+from cardrag.app.names import WORD, Names
 from cardrag.app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
 from cardrag.app.reply import CitedCard, Draft, Reply, RetrievedCard
 from cardrag.app.state import State
@@ -173,7 +173,7 @@ def _written(state: State, names: Names | None) -> dict[str, str]:
 
     "No card mentions clopidogrel (Plavix).": the generic and the patient's own word.
     """
-    words = re.findall(r"[^\W\d_][\w-]*", state["question"])
+    words = WORD.findall(state["question"])
     if names is None:
         return {w.lower(): w for w in words}
     return {w.lower(): names.describe(w.lower(), w) for w in words}

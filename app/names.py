@@ -31,7 +31,8 @@ from cardrag.app.terms import (
     salience,
 )
 
-_WORD = re.compile(r"[^\W\d_][\w-]*[^\W\d_]", re.UNICODE)
+WORD = re.compile(r"[^\W\d_][\w-]*[^\W\d_]", re.UNICODE)
+"""A word as written (case kept), the unit a name is looked up and replaced in."""
 SUFFIX_MIN = 7
 """A name this long or longer that ends another name is the same medicine (thyroxine /
 levothyroxine); shorter ones would join unrelated names."""
@@ -122,7 +123,7 @@ class Names:
         def swap(match: re.Match[str]) -> str:
             return self.card_name(match.group(0)) or match.group(0)
 
-        return _WORD.sub(swap, question)
+        return WORD.sub(swap, question)
 
     def describe(self, term: str, written: str) -> str:
         """A missing medicine for a refusal: its generic name and the patient's word.

@@ -137,14 +137,15 @@ def app_checks(ctx: Context) -> dict[str, Any]:
         p = citation_precision([c.id for c in reply.citations], case.must_cite_one_of)
         if p is not None:
             precisions.append(p)
+    multi_card, mixed = ungrouped(replies)
     return {
         "golden_cases": len(cases),
         "citation_precision": round(statistics.mean(precisions), 4) if precisions else 0.0,
         "false_refusal_rate": round(refused / len(cases), 4),
         "uncited_rate": round(uncited / len(cases), 4),
         # answers quoting several cards, and those that do not group them under their titles
-        "multi_card": ungrouped(replies)[0],
-        "ungrouped": ungrouped(replies)[1],
+        "multi_card": multi_card,
+        "ungrouped": mixed,
         "ms/answer": round(1000 * statistics.median(times), 1),
     }
 

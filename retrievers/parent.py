@@ -242,8 +242,9 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
     @model_validator(mode="after")
     def _check_fields(self) -> ScoredParentDocumentRetriever:
         """Refuse what cannot be honoured, with the reason; make the hybrid BM25 index."""
-        for problem in field_problems(self):
-            raise ValueError(problem)
+        problems = field_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
         if self.max_fetch < self._k:
             msg = f"max_fetch ({self.max_fetch}) must be at least k ({self._k})"
             raise ValueError(msg)
@@ -425,7 +426,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
     def _where(self, per_call: StoreFilter | None) -> StoreFilter | None:
         given = (self.filter, self.search_kwargs.get("filter"), per_call)
         if isinstance(self.vectorstore, Chroma):
-            return merge_filters(*(f for f in given if not callable(f)))
+            if any(callable(f) for f in given):
+                msg = "Chroma takes a `where` dict as filter, not a callable"
+                raise ValueError(msg)
+            return merge_filters(*(f for f in given if isinstance(f, dict)))
         return combine_filters(*given)
 
     # -- writing ------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from cardrag.ingest.index.search import ChildHit, cosine_similarities, nearest
+from cardrag.ingest.index.search import ChildHit, cosine_similarities, nearest, orphans
 
 logger = logging.getLogger(__name__)
 
@@ -130,17 +130,6 @@ class StoreReader:
         return ChildHit(
             str(doc.id or ""), str(parent), float(score), doc.page_content, dict(doc.metadata)
         )
-
-
-def orphans(count: int, id_key: str) -> None:
-    """Log rows skipped for lacking ``id_key`` (LangChain's retriever skips them silently)."""
-    logger.warning(
-        "%d row(s) of the vector store have no %r metadata and were skipped: rows written "
-        "around the retriever (index(docs, manager, retriever.vectorstore)?) have no parent; "
-        "write through the retriever (add_documents, or index(docs, manager, retriever))",
-        count,
-        id_key,
-    )
 
 
 def scored_search(

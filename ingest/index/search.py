@@ -179,20 +179,25 @@ class RowReader:
                 hit = ChildHit(row_id, str(meta[self.id_key]), score, "", meta, False)
             out.append(hit)
         if skipped:
-            logger.warning(
-                "%d row(s) of %s have no %r metadata and were skipped: rows written around "
-                "the retriever (index(docs, manager, retriever.vectorstore)?) have no parent; "
-                "write through the retriever (add_documents, or index(docs, manager, retriever))",
-                skipped,
-                store._collection.name,
-                self.id_key,
-            )
+            orphans(skipped, self.id_key, store._collection.name)
         return out
 
     def _plan(self, card_rows: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:
         return self.collections.plan(
             card_rows=card_rows, where=where, allow_restricted=self.allow_restricted
         )
+
+
+def orphans(count: int, id_key: str, store: str = "the vector store") -> None:
+    """Log rows skipped for lacking ``id_key`` (LangChain's retriever skips them silently)."""
+    logger.warning(
+        "%d row(s) of %s have no %r metadata and were skipped: rows written around the "
+        "retriever (index(docs, manager, retriever.vectorstore)?) have no parent; write "
+        "through the retriever (add_documents, or index(docs, manager, retriever))",
+        count,
+        store,
+        id_key,
+    )
 
 
 def lean_hit(row_id: str, score: float, id_key: str) -> ChildHit | None:

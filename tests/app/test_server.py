@@ -4,6 +4,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -301,17 +302,23 @@ def test_a_newer_index_that_cannot_be_opened_leaves_the_served_one_answering(
         assert client.get("/healthz").json()["stale"] is True
 
 
+@contextmanager
+def _serving_insulin(
+    tmp_path: Path, shipped_cards: list[Card], embeddings: Embeddings
+) -> Iterator[tuple[TestClient, str, list[Card]]]:
+    """A server on a store of the insulin card alone: its client, the generation it serves."""
+    cards = [c for c in shipped_cards if c.id == "card-insulin-storage"]
+    _store(tmp_path, cards, embeddings, REAL_MODEL)
+    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL, min_similarity=0.0)
+    with TestClient(create_app(settings)) as client:
+        yield client, client.get("/healthz").json()["index"], cards
+
+
 @pytest.mark.real
 def test_a_generation_gone_under_the_server_is_a_503_then_the_new_one_serves(
     tmp_path: Path, shipped_cards: list[Card], real_embeddings: Embeddings
 ) -> None:
-    import shutil
-
-    cards = [c for c in shipped_cards if c.id == "card-insulin-storage"]
-    _store(tmp_path, cards, real_embeddings, REAL_MODEL)
-    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL, min_similarity=0.0)
-    with TestClient(create_app(settings)) as client:
-        served = client.get("/healthz").json()["index"]
+    with _serving_insulin(tmp_path, shipped_cards, real_embeddings) as (client, served, cards):
         shutil.rmtree(tmp_path / served)  # removed by hand, behind the server's lease
         health = client.get("/healthz")
         assert health.status_code == 503  # within one request
@@ -330,13 +337,7 @@ def test_a_generation_gone_under_the_server_is_a_503_then_the_new_one_serves(
 def test_an_emptied_parent_store_is_a_degraded_503_with_the_reason(
     tmp_path: Path, shipped_cards: list[Card], real_embeddings: Embeddings
 ) -> None:
-    import shutil
-
-    cards = [c for c in shipped_cards if c.id == "card-insulin-storage"]
-    _store(tmp_path, cards, real_embeddings, REAL_MODEL)
-    settings = Settings(store_dir=tmp_path, embedding_model=REAL_MODEL, min_similarity=0.0)
-    with TestClient(create_app(settings)) as client:
-        served = client.get("/healthz").json()["index"]
+    with _serving_insulin(tmp_path, shipped_cards, real_embeddings) as (client, served, _):
         shutil.rmtree(tmp_path / served / "parents")
         health = client.get("/healthz")
         assert health.status_code == 503

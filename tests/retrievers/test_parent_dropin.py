@@ -310,3 +310,10 @@ def test_the_class_swaps_over_a_store_langchains_retriever_filled(kind: str) -> 
         ours.delete([str(found[0].id)])
         assert [d.page_content for d in ours.invoke("alpha beta")] == ["delta epsilon"]
         assert len(store.get()["ids"]) == 2  # "delta", "epsilon": the first parent's are gone
+
+
+def test_a_callable_filter_on_chroma_is_refused_not_ignored() -> None:
+    retriever = fake_retriever("chroma", k=1)
+    retriever.add_documents([Document("alpha beta", id="a")])
+    with pytest.raises(ValueError, match="Chroma takes a `where` dict as filter"):
+        retriever.invoke("alpha", filter=lambda d: True)
