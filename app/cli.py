@@ -28,6 +28,7 @@ from cardrag.app.reply import Reply, RetrievedCard
 from cardrag.ingest import __main__ as ingest_main
 from cardrag.ingest.embeddings import UnknownModelError
 from cardrag.ingest.index import ModelMismatchError, StoreMissingError, StoreUnavailableError
+from cardrag.ingest.index.parents import redis_down
 from cardrag.ingest.settings import (
     ConfigurationError,
     Settings,
@@ -231,6 +232,10 @@ def run(argv: list[str] | None = None) -> int:
         print(f"cardrag: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
+        down = redis_down(exc, settings.parent_store)
+        if down is not None:
+            print(f"cardrag: {down}", file=sys.stderr)
+            return 2
         if not disk_full(exc):
             raise
         print(f"cardrag: no space left on the device holding {settings.store_dir}", file=sys.stderr)

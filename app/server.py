@@ -316,7 +316,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if body.k is not None:
             context = replace(context, k=body.k)
         with service.answering:
-            return answer(body.question, context)
+            reply = answer(body.question, context)
+        if reply.refused:  # a refusal: is it the question, or an index that cannot serve?
+            problem = served.index.problem()
+            if problem is not None:
+                raise HTTPException(status_code=503, detail=f"degraded: {problem}")
+        return reply
 
     @app.get("/cards/{card_id}", response_model=CardView)
     def card(card_id: str, staff: bool = False) -> CardView:

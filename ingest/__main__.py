@@ -21,6 +21,7 @@ from cardrag.ingest.index import (
 )
 from cardrag.ingest.index.builder import plan_folder
 from cardrag.ingest.index.cache import Changes
+from cardrag.ingest.index.parents import redis_down
 from cardrag.ingest.settings import Settings, SettingsFileError, disk_full, settings_problem
 
 
@@ -79,6 +80,10 @@ def run(
         print(f"ingest failed, previous index untouched: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
+        down = redis_down(exc, settings.parent_store)
+        if down is not None:
+            print(f"ingest failed, previous index untouched: {down}", file=sys.stderr)
+            return 2
         if not disk_full(exc):
             raise
         print(
@@ -94,6 +99,8 @@ def run(
         f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s "
         f"-> {index.generation}; {Changes(**m['changes']).line()}"
     )
+    if clean or index.removed:
+        print(f"removed {len(index.removed)} old index(es): {', '.join(index.removed) or 'none'}")
     return 0
 
 

@@ -281,11 +281,9 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stop(proc)
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """Debian's ``redis-server`` on a free loopback port, no persistence."""
+def start_redis(port: int) -> subprocess.Popen[bytes]:
+    """Debian's ``redis-server`` on loopback, no persistence, returned once it answers."""
     server = system_package("redis-server", "redis-server")
-    port = free_port()
     proc = subprocess.Popen(
         [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
@@ -298,5 +296,13 @@ def redis_url() -> Iterator[str]:
             return sock.recv(16).startswith(b"+PONG")
 
     wait_until(ready, "redis-server", proc)
+    return proc
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis server for the session, on a free loopback port."""
+    port = free_port()
+    proc = start_redis(port)
     yield f"redis://127.0.0.1:{port}/0"
     stop(proc)

@@ -134,6 +134,7 @@ def build(
         bm25=bm25,
         generation=generation,
         client=own_client(generations, collections),
+        removed=dropped,
     )
     return index, previous
 

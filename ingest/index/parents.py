@@ -36,6 +36,23 @@ _MEMORY: dict[str, InMemoryByteStore] = {}
 """Parent stores of ``CARDRAG_PARENT_STORE=memory``, per index generation (this process)."""
 
 
+def redis_down(exc: BaseException, spec: str | None) -> str | None:
+    """The one line to show when ``exc`` is the parent store's Redis not answering, else None.
+
+    Example:
+        >>> redis_down(ValueError("x"), "redis://localhost:6379/0") is None
+        True
+    """
+    try:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+    except ImportError:  # the ``distributed`` extra is not installed: no Redis to be down
+        return None
+    if not isinstance(exc, RedisConnectionError | RedisTimeoutError):
+        return None
+    return f"CARDRAG_PARENT_STORE={spec}: the Redis server does not answer ({exc})"
+
+
 def serialize_parent(doc: Document) -> bytes:
     """A parent card as a versioned JSON record."""
     record = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,6 +40,8 @@ class Index:
     client: Client | None = None
     """The generation's own Chroma client, released by :meth:`close` (None: a shared one,
     such as the HTTP client of a Chroma server, which stays open)."""
+    removed: list[str] = field(default_factory=list)
+    """The old generations the ingest that built this index removed (only ever its own)."""
 
     def close(self) -> None:
         """Release the generation's file handles and memory (its own Chroma client); idempotent.

@@ -342,6 +342,9 @@ def test_an_emptied_parent_store_is_a_degraded_503_with_the_reason(
         health = client.get("/healthz")
         assert health.status_code == 503
         assert health.json()["detail"] == f"degraded: the parent store of {served} holds no cards"
+        asked = client.post("/ask", json={"question": NARROW})  # not a 200 refusal
+        assert asked.status_code == 503
+        assert asked.json()["detail"] == f"degraded: the parent store of {served} holds no cards"
 
 
 def _open_files_under(folder: Path) -> list[str]:

@@ -128,15 +128,23 @@ def test_clean_with_a_mistyped_model_leaves_the_index_answering(
 
 
 def test_clean_keeps_only_the_new_generation_and_files_it_did_not_make(
-    tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Card]
+    tmp_path: Path,
+    real_embeddings: Embeddings,
+    shipped_cards: list[Card],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     cards = card_folder(tmp_path / "cards", shipped_cards[:2])
     store = tmp_path / "store"
     settings = Settings(store_dir=store, embedding_model=REAL_MODEL)
-    ingest_folder(settings, cards)
-    ingest_folder(settings, cards)
+    first = ingest_folder(settings, cards)
+    second = ingest_folder(settings, cards)
+    assert second.removed == []  # the one it replaced is kept
     (store / "README.txt").write_text("the team's notes", encoding="utf-8")
-    new = ingest_folder(settings, cards, clean=True)
+    capsys.readouterr()
+    assert run(settings, cards, clean=True) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said == f"removed 2 old index(es): {first.generation}, {second.generation}"
+    new = open_index(store, real_embeddings, REAL_MODEL)
     assert sorted(p.name for p in store.glob("index-*")) == [new.generation]
     assert (store / "README.txt").read_text(encoding="utf-8") == "the team's notes"
     assert open_index(store, real_embeddings, REAL_MODEL).generation == new.generation

@@ -17,15 +17,25 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
+from cardrag.app.cli import main as cli_main
 from cardrag.app.context import Context
 from cardrag.app.graph import answer
 from cardrag.app.server import create_app
+from cardrag.ingest.__main__ import run as ingest_run
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import current_generation, ingest_folder, parent_store
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
-from tests.conftest import REAL_MODEL, card_folder, free_port, start_chroma, stop, wait_until
+from tests.conftest import (
+    REAL_MODEL,
+    card_folder,
+    free_port,
+    start_chroma,
+    start_redis,
+    stop,
+    wait_until,
+)
 
 QUESTIONS = [
     "How long can an insulin pen stay out of the fridge?",
@@ -276,6 +286,58 @@ def test_a_chroma_outage_is_a_503_to_retry_and_recovers_by_itself(
             proc = start_chroma(tmp_path / "chroma", port)  # same data, same port
             back = client.post("/ask", json=question)
             assert back.status_code == 200
+            assert back.json()["retrieved"][0]["id"] == "card-amoxicillin-course"
+    finally:
+        stop(proc)
+
+
+def test_redis_away_then_back_empty_is_a_degraded_503_until_reingested(
+    tmp_path: Path,
+    cards: Path,
+    chroma_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = free_port()
+    proc = start_redis(port)
+    redis_at = f"redis://127.0.0.1:{port}/0"
+    settings = settings_for(
+        tmp_path, cards, chroma_url=chroma_url, parent_store=redis_at, namespace="redis-outage"
+    )
+    ingest_folder(settings)
+    question = {"question": QUESTIONS[1]}
+    try:
+        with TestClient(create_app(settings)) as client:
+            served = client.get("/healthz").json()["index"]
+            assert client.post("/ask", json=question).status_code == 200
+            stop(proc)
+            assert client.get("/healthz").status_code == 503
+            assert client.post("/ask", json=question).status_code == 503
+            # the command line says so in one line, exit 2, for ingest and for a question
+            env = {"STORE_DIR": str(tmp_path), "CHROMA_URL": chroma_url, "PARENT_STORE": redis_at}
+            for name, value in {**env, "NAMESPACE": "redis-outage"}.items():
+                monkeypatch.setenv(f"CARDRAG_{name}", value)
+            monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
+            capsys.readouterr()
+            assert ingest_run(settings, None, clean=False) == 2
+            assert cli_main(["ask", QUESTIONS[1]]) == 2
+            down = f"CARDRAG_PARENT_STORE={redis_at}: the Redis server does not answer"
+            said = capsys.readouterr().err.splitlines()
+            assert [line.split(" (")[0] for line in said] == [
+                f"ingest failed, previous index untouched: {down}",
+                f"cardrag: {down}",
+            ]
+            proc = start_redis(port)  # back, but empty: nothing persisted
+            health = client.get("/healthz")
+            assert health.status_code == 503
+            assert health.json()["detail"] == (
+                f"degraded: the parent store of {served} holds no cards"
+            )
+            asked = client.post("/ask", json=question)  # not a 200 "does not cover this"
+            assert (asked.status_code, asked.json()["detail"]) == (503, health.json()["detail"])
+            ingest_folder(settings)
+            assert client.get("/healthz").status_code == 200
+            back = client.post("/ask", json=question)
             assert back.json()["retrieved"][0]["id"] == "card-amoxicillin-course"
     finally:
         stop(proc)
