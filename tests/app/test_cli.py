@@ -286,3 +286,67 @@ def test_a_full_disk_during_ingest_is_one_line_and_the_previous_index_answers(
     assert (store / "current").resolve() == live
     assert [p for p in store.glob("index-*")] == [live]
     assert main(["retrieve", "How do I store insulin?"]) == 0
+
+
+FILL_A_DISK = """
+set -u
+mount -t tmpfs -o size=20m tmpfs "$STORE_DISK"
+mkdir "$STORE_DISK/cards"
+cp "$CARDS/iron-tablets.md" "$CARDS/insulin-storage.md" "$STORE_DISK/cards/"
+export CARDRAG_STORE_DIR="$STORE_DISK/store" CARDRAG_CARDS_DIR="$STORE_DISK/cards"
+"$CARDRAG" ingest > /dev/null || exit 10
+readlink "$CARDRAG_STORE_DIR/current"
+dd if=/dev/zero of="$STORE_DISK/filler" bs=1M 2> /dev/null  # until the disk is full
+echo "More." >> "$CARDRAG_CARDS_DIR/iron-tablets.md"
+"$CARDRAG" ingest; echo "ingest exit $?"
+"$CARDRAG" retrieve "How do I store insulin?"; echo "retrieve exit $?"
+rm "$STORE_DISK/filler"
+"$CARDRAG" retrieve "How do I store insulin?" | sed -n 2p
+readlink "$CARDRAG_STORE_DIR/current"; ls "$CARDRAG_STORE_DIR" | grep -c '^index-'
+"""
+
+
+@pytest.mark.real
+def test_a_really_full_disk_is_one_line_and_the_previous_index_survives(tmp_path: Path) -> None:
+    """On a 20 MB tmpfs filled to the last byte (a private mount namespace: needs unshare)."""
+    from tests.conftest import CARDS_DIR
+
+    probe = subprocess.run(
+        ["unshare", "-rm", "mount", "-t", "tmpfs", "tmpfs", str(tmp_path)],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip("no private mount namespace here (unshare -rm mount)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    env = {
+        **os.environ,
+        "STORE_DISK": str(disk),
+        "CARDS": str(CARDS_DIR),
+        "CARDRAG": str(Path(sys.executable).parent / "cardrag"),
+        "CARDRAG_EMBEDDING_MODEL": REAL_MODEL,
+    }
+    done = subprocess.run(
+        ["unshare", "-rm", "bash", "-c", FILL_A_DISK],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    live, *said = done.stdout.splitlines()
+    store = disk / "store"
+    assert said == [
+        "ingest exit 2",
+        "retrieve exit 2",
+        said[2],  # the first retrieved card, once there is room again
+        live,  # still the index built before the disk filled
+        "1",  # and no partial generation left behind
+    ]
+    assert said[2].startswith("1. card-insulin-storage ")
+    assert done.stderr.splitlines() == [
+        f"ingest failed: no space left on the device holding {store}; "
+        "the previous index is untouched",
+        f"cardrag: no space left on the device holding {store}",
+    ]
