@@ -85,7 +85,7 @@ class Context:
             "prompt_budget": settings.prompt_budget,
             "answerer": ExtractiveAnswerer(embeddings, vectors=vectors),
             "grader": grader_for(settings, vectors),
-            "names": names_of(retriever),
+            "names": names_of(retriever, index.manifest.get("aliases")),
         }
         values.update(overrides)
         return cls(**values)
@@ -128,12 +128,17 @@ def resolve_chat_model(spec: str | BaseChatModel) -> BaseChatModel:
     return init_chat_model(spec)
 
 
-def names_of(retriever: BaseRetriever) -> Names | None:
-    """The medicine names the retriever's cards use, from its BM25 vocabulary (None without)."""
+def names_of(retriever: BaseRetriever, aliases: dict[str, str] | None = None) -> Names | None:
+    """The medicine names the retriever's cards use, from its BM25 vocabulary (None without).
+
+    Args:
+        retriever: The retriever over the cards.
+        aliases: The cards' aliases (an index manifest's ``aliases``).
+    """
     bm25 = getattr(retriever, "bm25", None)
     if bm25 is None or bm25.model is None:
         return None
-    return Names.of_words(bm25.model.vocab_dict)
+    return Names.of_words(bm25.model.vocab_dict, aliases)
 
 
 def grader_for(settings: Settings, vectors: Vectors) -> Grader | None:

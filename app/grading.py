@@ -38,6 +38,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
+from cardrag.app.aspects import aspects_of, missing_aspects
 from cardrag.app.extractive import split_sentences
 from cardrag.app.terms import (
     aspect_coverage,
@@ -267,6 +268,9 @@ class Grade:
     """Medicine, test or procedure names in the question that the card never mentions."""
     same_language: bool = True
     """Whether the card is in the question's language."""
+    missing_aspects: tuple[str, ...] = ()
+    """What the question asks about that the card never mentions ("pregnancy or
+    breastfeeding": :func:`cardrag.app.aspects.missing_aspects`); such a card fails."""
 
 
 def grade_card(
@@ -276,14 +280,16 @@ def grade_card(
     calibrations: Calibrations | None,
     *,
     same_language: bool,
+    lacking: tuple[str, ...] = (),
 ) -> Grade:
-    """A card fails when it lacks a medical term of the question, or scores below threshold.
+    """A card fails when it lacks a medical term or an aspect of the question, or scores low.
 
-    The threshold is that of the calibration for the pair's languages. A vetoed card, or any
-    card without calibrations, needs no ``features``.
+    ``lacking`` holds the question's aspects the card never mentions. The threshold is that of
+    the calibration for the pair's languages. A vetoed card, or any card without calibrations,
+    needs no ``features``.
     """
-    if missing:
-        return Grade(card_id, False, None, missing, same_language)
+    if missing or lacking:
+        return Grade(card_id, False, None, missing, same_language, lacking)
     if calibrations is None:
         return Grade(card_id, True, None, (), same_language)
     margin = calibrations.of(same_language).margin(features)
@@ -311,7 +317,12 @@ def refusal_reason(
     if everywhere:
         named = [(written or {}).get(t, t) for t in everywhere]
         return f"No card mentions {' or '.join(named)}."
+    unsaid = [a for a in grades[0].missing_aspects if all(a in g.missing_aspects for g in grades)]
+    if unsaid:
+        return f"No card says anything about {' or '.join(unsaid)}."
     title = titles.get(grades[0].card_id, grades[0].card_id)
+    if grades[0].missing_aspects:
+        return f'The closest card, "{title}", says nothing about {grades[0].missing_aspects[0]}.'
     if not grades[0].same_language:
         return (
             f'The closest card, "{title}", is written in another language than the question '
@@ -342,15 +353,17 @@ class Grader:
         """One :class:`Grade` per retrieved card, in the retriever's order."""
         terms = salient_terms(question)
         language = question_language(question)
+        asked = aspects_of(question, language)
         qv = self.vectors.question(question) if self.calibrations is not None else []
         grades = []
         for doc in docs:
             card = MatchedCard.from_document(doc)
             same = language == card_language(doc)
             vetoed = missing_medical(terms, vocabulary(f"{card.title}\n{card.text}"), same)
+            lacking = missing_aspects(asked, f"{card.title}\n{card.text}")
             features: dict[str, float] = {}
             # a vetoed card fails whatever it scores: no feature (no sentence embedding) needed
-            if not vetoed and self.calibrations is not None:
+            if not (vetoed or lacking) and self.calibrations is not None:
                 features, _ = pair_features(
                     self.vectors,
                     question,
@@ -361,6 +374,13 @@ class Grader:
                     card.score,
                 )
             grades.append(
-                grade_card(features, vetoed, card.id, self.calibrations, same_language=same)
+                grade_card(
+                    features,
+                    vetoed,
+                    card.id,
+                    self.calibrations,
+                    same_language=same,
+                    lacking=lacking,
+                )
             )
         return grades

@@ -30,6 +30,7 @@ from cardrag.app.terms import (
     name_key,
     salience,
 )
+from cardrag.ingest.aliases import alias_key
 
 WORD = re.compile(r"[^\W\d_][\w-]*[^\W\d_]", re.UNICODE)
 """A word as written (case kept), the unit a name is looked up and replaced in."""
@@ -78,10 +79,29 @@ class Names:
 
     cards: dict[str, str] = field(default_factory=dict)
     """:func:`name_key` of each medicine name the cards use, to the word as they write it."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """The cards' own aliases (:mod:`cardrag.ingest.aliases`): an everyday name to the card's
+    word for it, read first ("water tablets" as "diuretics")."""
+
+    @functools.cached_property
+    def _alias_pattern(self) -> re.Pattern[str] | None:
+        """Every alias, longest first, as whole words, plural or not, in any case."""
+        if not self.aliases:
+            return None
+        spelled = [
+            r"\s+".join(re.escape(w) for w in alias.split())
+            for alias in sorted(self.aliases, key=lambda a: (-len(a), a))
+        ]
+        return re.compile(rf"(?<!\w)({'|'.join(spelled)})(?:e?s)?(?!\w)", re.IGNORECASE)
 
     @classmethod
-    def of_words(cls, words: Iterable[str]) -> Names:
-        """The medicine names among the cards' words (e.g. the BM25 index's vocabulary)."""
+    def of_words(cls, words: Iterable[str], aliases: dict[str, str] | None = None) -> Names:
+        """The medicine names among the cards' words (e.g. the BM25 index's vocabulary).
+
+        Args:
+            words: The cards' words.
+            aliases: The cards' aliases (the index manifest's ``aliases``), if any.
+        """
         known = medicine_names()
         _names_by_medicine()  # built now (0.1 s), not on the first brand name asked
         cards: dict[str, str] = {}
@@ -89,7 +109,7 @@ class Names:
             key = name_key(word)
             if len(word) >= MIN_LENGTH and word.isalpha() and key in known:
                 cards.setdefault(key, word.lower())
-        return cls(cards)
+        return cls(cards, dict(aliases or {}))
 
     def card_name(self, word: str) -> str | None:
         """How the cards write the medicine ``word`` names.
@@ -108,6 +128,9 @@ class Names:
         return found
 
     def _same_medicine(self, word: str) -> str | None:
+        for medicine in sorted(medicines_of(word)):  # a member of a card's class: its alias
+            if alias_key(medicine) in self.aliases:
+                return self.aliases[alias_key(medicine)]
         for medicine in sorted(medicines_of(word)):
             for other in [*sorted(_names_by_medicine().get(medicine, ())), name_key(medicine)]:
                 if other in self.cards:
@@ -118,7 +141,16 @@ class Names:
         return None
 
     def rewrite(self, question: str) -> str:
-        """The question with each medicine name the cards write otherwise in their words."""
+        """The question with each alias and medicine name in the cards' words.
+
+        Example:
+            >>> names = Names.of_words([], {"water tablet": "diuretics"})
+            >>> names.rewrite("My Water  Tablets make me pee at night")
+            'My diuretics make me pee at night'
+        """
+        pattern = self._alias_pattern
+        if pattern is not None:
+            question = pattern.sub(lambda m: self.aliases[alias_key(m.group(1))], question)
 
         def swap(match: re.Match[str]) -> str:
             return self.card_name(match.group(0)) or match.group(0)

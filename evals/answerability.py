@@ -40,6 +40,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
+from cardrag.app.aspects import aspects_of, missing_aspects
 from cardrag.app.grading import (
     ACROSS_LANGUAGES,
     CALIBRATION_FILE,
@@ -50,6 +51,7 @@ from cardrag.app.grading import (
     card_language,
     pair_features,
 )
+from cardrag.app.names import Names
 from cardrag.app.terms import LANGUAGES, question_language, salient_terms
 from cardrag.app.vectors import Vectors
 from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load_uncovered
@@ -181,8 +183,14 @@ def featurise(
     embeddings: Embeddings,
     k: int,
     cross_encoder: OnnxCrossEncoder | None = None,
+    names: Names | None = None,
 ) -> list[Scored]:
     """Retrieve (gate off) and compute every retrieved card's grading features.
+
+    The question is read as the app reads it (``names``: brand names and the cards' aliases
+    in the cards' words), and a card is vetoed as grading vetoes it: a medical term or an
+    aspect of the question it never mentions (:mod:`cardrag.app.aspects`, listed as
+    ``aspect: ...``), so the thresholds are chosen over the cards grading really scores.
 
     Besides grading's own (:func:`cardrag.app.grading.pair_features`), two signals the report
     measures and grading does not use: ``normalised_score`` (:func:`normalised_score` over
@@ -193,10 +201,12 @@ def featurise(
     rows = index_rows(retriever)
     out = []
     for q in tqdm(qs, desc="grading features", unit="q", leave=False, disable=None):
-        docs: list[Document] = retriever.invoke(q.text, k=k, min_similarity=None)
-        terms = salient_terms(q.text)
-        lang = question_language(q.text)
-        qv = vectors.question(q.text)
+        text = names.rewrite(q.text) if names is not None else q.text
+        docs: list[Document] = retriever.invoke(text, k=k, min_similarity=None)
+        terms = salient_terms(text)
+        lang = question_language(text)
+        asked = aspects_of(text, lang)
+        qv = vectors.question(text)
         similarities = rows @ np.asarray(qv)
         logits = [math.nan] * len(docs)
         if cross_encoder is not None and lang == "en":
@@ -205,7 +215,9 @@ def featurise(
         for doc, logit in zip(docs, logits, strict=True):
             card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
-            feats, missing = pair_features(vectors, q.text, qv, terms, lang, card, score)
+            feats, missing = pair_features(vectors, text, qv, terms, lang, card, score)
+            lacking = missing_aspects(asked, f"{card[0]}\n{card[1]}")
+            missing = (*missing, *(f"aspect: {a}" for a in lacking))
             feats["normalised_score"] = normalised_score(score, similarities)
             feats["cross_encoder"] = logit
             cards.append((str(doc.id), feats, missing))
@@ -480,14 +492,18 @@ def calibrate(
     embeddings: Embeddings,
     model: str,
     k: int,
+    names: Names | None = None,
 ) -> tuple[Calibrations, dict[str, Any]]:
-    """Fit on the tuning part, thresholds on the tuning part, figures on the held-out part."""
-    scored = featurise(qs, retriever, embeddings, k)
+    """Fit on the tuning part, thresholds on the tuning part, figures on the held-out part.
+
+    ``names``: how the app reads the questions' medicine names (see :func:`featurise`).
+    """
+    scored = featurise(qs, retriever, embeddings, k, names=names)
     tuning, held_out = parts(scored)
     fitted = {}
-    for relation, names in FEATURES.items():
+    for relation, features in FEATURES.items():
         x, y = training_rows(tuning, relation)
-        calibration = fit(x, y, model, names)
+        calibration = fit(x, y, model, features)
         threshold = choose_threshold(relation_part(tuning, relation), calibration, relation)
         fitted[relation] = replace(calibration, threshold=threshold)
     calibrations = Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
@@ -532,8 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     """Fit, report and (with ``--write``) store the calibration for the configured model."""
     import tempfile
 
+    from cardrag.app.context import names_of
     from cardrag.evals.systems import build, cached
-    from cardrag.ingest.cards import load_cards
+    from cardrag.ingest.cards import card_aliases, load_cards
     from cardrag.ingest.embeddings import load_embeddings
     from cardrag.ingest.settings import Settings
 
@@ -546,10 +563,11 @@ def main(argv: list[str] | None = None) -> int:
         load_embeddings(settings.embedding_model, settings.threads), settings.embedding_model
     )
     with tempfile.TemporaryDirectory(prefix="cardrag-answerability-") as tmp:
-        cards = [c.to_document() for c in load_cards(settings.cards_dir)]
-        retriever = build(cards, embeddings, settings, Path(tmp))
+        shipped = load_cards(settings.cards_dir)
+        retriever = build([c.to_document() for c in shipped], embeddings, settings, Path(tmp))
+        names = names_of(retriever, card_aliases(shipped))
         calibrations, report = calibrate(
-            questions(), retriever, embeddings, settings.embedding_model, settings.k
+            questions(), retriever, embeddings, settings.embedding_model, settings.k, names
         )
     print(json.dumps(report, indent=2))
     if args.write:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -149,7 +150,9 @@ class NamesCase(BaseModel):
     must_cite_one_of: list[str]
     """Cards that answer it."""
     names: str
-    """The brand name the question uses, as written."""
+    """The name the question uses for the medicine, as written."""
+    kind: Literal["brand", "class", "everyday"] = "brand"
+    """How it names it: a brand (or another spelling), the medicine's class, everyday words."""
 
 
 def load_names(path: Path = NAMES) -> list[NamesCase]:

@@ -32,7 +32,7 @@ def names_checks(ask: Callable[[str], Reply]) -> dict[str, dict[str, dict[str, A
         reply = ask(case.query)
         right = not reply.refused and any(c.id in case.must_cite_one_of for c in reply.citations)
         for part in ("all", "held_out") if case.query_id in held else ("all",):
-            for key in ("names", f"names {case.language}"):
+            for key in ("names", f"names {case.language}", f"names {case.kind}"):
                 row = counts[part][key]
                 row[0] += 1
                 row[1] += int(reply.refused)

@@ -57,7 +57,7 @@ from cardrag.evals.systems import (
     reranker_available,
     run_systems,
 )
-from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.cards import Card, card_aliases, load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
@@ -116,7 +116,7 @@ def offline_context(
         k=settings.k,
         answerer=answerer,
         grader=grader_for(settings, answerer.vectors),
-        names=names_of(retriever),
+        names=names_of(retriever, card_aliases(c for c in cards if isinstance(c, Card))),
     )
 
 
@@ -206,7 +206,7 @@ def answerability(ctx: Context, embeddings: Embeddings, threads: int = 1) -> dic
             from cardrag.retrievers.rerank import load_cross_encoder
 
             cross_encoder = load_cross_encoder(threads)
-        scored = featurise(qs, ctx.retriever, embeddings, ctx.k, cross_encoder)
+        scored = featurise(qs, ctx.retriever, embeddings, ctx.k, cross_encoder, ctx.names)
         tuning, held_out = parts(scored)
         figures = grade_figures(held_out, calibration, tuning)
         out["held_out_auroc"] = figures["auroc"]
@@ -391,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         entry["names"] = names_checks(lambda text: answer(text, app))
         entry["names_as_written"] = names_checks(
             lambda text: answer(text, replace(app, names=None))
+        )
+        entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
+            lambda text: answer(text, replace(app, names=names_of(app.retriever)))
         )
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)

@@ -41,6 +41,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.aliases import AliasConflictError, merged_aliases, parse_aliases
 from cardrag.ingest.language import ISO_639_1, detect
 from cardrag.ingest.sections import sections_of
 from cardrag.ingest.settings import default
@@ -128,6 +129,9 @@ class Card(BaseModel):
     language: str = ""
     """ISO 639-1 code of the card's text as its front matter declares it (empty: detected,
     see :attr:`text_language`)."""
+    aliases: dict[str, str] = {}
+    """Everyday names patients give the card's subject, each to the card's own word for it
+    (``water tablets: diuretics``); see :mod:`cardrag.ingest.aliases`."""
 
     @property
     def text_language(self) -> str:
@@ -206,6 +210,10 @@ def parse_card(text: str, path: Path | str) -> Card:
     body = text[match.end() :].strip()
     if not body:
         raise CardError(path, "body", "empty: a card needs text after its front matter")
+    try:
+        aliases = parse_aliases(front.get("aliases"), f"{front['title']}\n{body}")
+    except ValueError as exc:
+        raise CardError(path, "aliases", str(exc)) from exc
     return Card(
         id=card_id,
         title=front["title"].strip(),
@@ -217,6 +225,7 @@ def parse_card(text: str, path: Path | str) -> Card:
         source=str(path),
         kind=kind,
         language=language or "",
+        aliases=aliases,
     )
 
 
@@ -279,9 +288,23 @@ def load_cards(folder: Path | str, max_chars: int = MAX_CARD_CHARS) -> list[Card
     if not paths:
         msg = f"{root}: no *.md cards found"
         raise FileNotFoundError(msg)
-    return check_unique(
+    cards = check_unique(
         section for p in paths for section in split_sections(load_card(p, max_chars))
     )
+    card_aliases(cards)  # one alias, two meanings: refused now, before anything is written
+    return cards
+
+
+def card_aliases(cards: Iterable[Card]) -> dict[str, str]:
+    """Every card's aliases in one mapping (the index's manifest keeps it).
+
+    Raises:
+        CardError: when one alias means two different words in two cards, naming both.
+    """
+    try:
+        return merged_aliases((c.source, c.aliases) for c in cards)
+    except AliasConflictError as exc:
+        raise CardError(exc.source, "aliases", str(exc)) from exc
 
 
 def card_files(root: Path) -> list[Path]:

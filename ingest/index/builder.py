@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.cards import Card, card_aliases, load_cards
 from cardrag.ingest.embeddings import LazyEmbeddings
 from cardrag.ingest.index.cache import (
     Changes,
@@ -91,6 +91,7 @@ def build(
     children = splitter.split_documents(parents)
     hashes = card_hashes(parents) if cache is not None else {}
     extra = dict(extra_manifest or {})
+    extra["aliases"] = card_aliases(cards)
     with contextlib.nullcontext() if locked else generations.lock():
         if cache is not None:
             embeddings, counts = reuse(cache, embeddings, hashes, children, generations, progress)

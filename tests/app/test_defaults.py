@@ -120,6 +120,6 @@ def test_retrieval_and_grading_embed_a_question_once(context: Context) -> None:
         cache.model = real
     assert asked == [
         "How long does insulin keep outside the fridge?",
-        "A levotiroxina pode ser tomada com café?",
+        "A levothyroxine pode ser tomada com café?",  # the card's alias, read as its word
         "A  pode ser tomada com café?",
     ]

@@ -139,6 +139,29 @@ def test_the_grader_keeps_the_card_that_names_the_medicine() -> None:
     assert missing_terms(["apixaban"], vocabulary("apixaban")) == ()
 
 
+def test_a_card_that_never_mentions_what_is_asked_about_fails_and_says_so() -> None:
+    from tests.conftest import CountingEmbeddings
+
+    model = CountingEmbeddings()
+    docs = [
+        Document(id="card-i", page_content="Ibuprofen: take it with food.", metadata={}),
+        Document(id="card-p", page_content="Paracetamol is fine in pregnancy.", metadata={}),
+    ]
+    grader = Grader(Vectors(model), CALIBRATION)
+    grades = grader("Posso tomar ibuprofeno durante a amamentação?", docs)
+    assert [(g.answerable, g.missing_aspects) for g in grades] == [
+        (False, ("pregnancy or breastfeeding",)),
+        (False, ()),  # it mentions pregnancy, but not ibuprofen: the veto
+    ]
+    assert model.documents == []  # neither is scored: no sentence embedded
+    titles = {"card-i": "Ibuprofen", "card-p": "Paracetamol"}
+    assert refusal_reason(grades, titles) == (
+        'The closest card, "Ibuprofen", says nothing about pregnancy or breastfeeding.'
+    )
+    nowhere = [Grade("card-i", False, None, (), True, ("hair",))] * 2
+    assert refusal_reason(nowhere, titles) == "No card says anything about hair."
+
+
 def test_a_card_without_a_language_field_is_graded_in_its_own_language() -> None:
     from cardrag.app.terms import text_language
 
@@ -229,10 +252,10 @@ def test_only_a_card_in_another_language_costs_the_question_without_its_names() 
         metadata={"title": "Ibuprofen", "score": 0.9, "language": "en"},
     )
     grader = Grader(Vectors(model), CALIBRATION)
-    grader("Can I take ibuprofen while breastfeeding?", [english])
-    assert model.queries == ["Can I take ibuprofen while breastfeeding?"]  # same language
-    grader("¿Es seguro tomar ibuprofeno durante la lactancia?", [english, english])
+    grader("Can I take ibuprofen with coffee?", [english])
+    assert model.queries == ["Can I take ibuprofen with coffee?"]  # same language
+    grader("¿Es seguro tomar ibuprofeno con café?", [english, english])
     assert model.queries[1:] == [
-        "¿Es seguro tomar ibuprofeno durante la lactancia?",
-        "¿Es seguro tomar  durante la lactancia?",  # once for both cards (cached)
+        "¿Es seguro tomar ibuprofeno con café?",
+        "¿Es seguro tomar  con café?",  # once for both cards (cached)
     ]

@@ -17,6 +17,7 @@ from cardrag.app.prompts import GATE_REASON, MODEL_REASON
 from cardrag.app.vectors import Vectors
 from cardrag.ingest.index import open_index
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+from tests.conftest import REAL_MODEL
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +174,63 @@ def test_a_brand_name_is_read_as_the_cards_generic_before_retrieval_and_grading(
     assert reply.citations[0].id == "card-levothyroxine-routine"
     plavix = answer("Can I take Plavix with aspirin every day?", shipped)
     assert plavix.refusal_reason == "No card mentions clopidogrel (Plavix)."
+
+
+@pytest.mark.parametrize(
+    ("question", "card"),
+    [
+        ("Devo prendere la Tachipirina a stomaco vuoto?", "card-paracetamol-limits"),
+        ("Can I take Zimox with milk?", "card-amoxicillin-course"),
+        ("Should I take my Lasix in the morning?", "card-diuretic-timing"),  # a class member
+    ],
+)
+def test_a_name_only_a_cards_aliases_know_is_answered_from_that_card(
+    shipped_index_dir: Path,
+    shipped_retriever: ScoredParentDocumentRetriever,
+    real_embeddings: Embeddings,
+    question: str,
+    card: str,
+) -> None:
+    aliases = open_index(shipped_index_dir, real_embeddings).manifest["aliases"]
+    assert aliases["tachipirina"] == "paracetamol"  # the cards' front matter, in the manifest
+    shipped = Context(
+        retriever=shipped_retriever,
+        answerer=ExtractiveAnswerer(real_embeddings),
+        grader=Grader(Vectors(real_embeddings), calibrations=None),
+        names=names_of(shipped_retriever, aliases),
+    )
+    without = answer(question, replace(shipped, names=names_of(shipped_retriever)))
+    assert without.refused is True  # the dictionary alone does not know the name
+    reply = answer(question, shipped)
+    assert (reply.refused, reply.citations[0].id) == (False, card)
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"),
+    [
+        (
+            "Is it safe to take ibuprofen while breastfeeding?",
+            "No card says anything about pregnancy or breastfeeding.",  # none it retrieved
+        ),
+        (
+            "La levotiroxina fa cadere i capelli?",
+            "No card says anything about hair.",
+        ),
+        ("Can I give my child half an adult paracetamol tablet?", None),  # the card says
+    ],
+)
+def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refused(
+    shipped_index_dir: Path, real_embeddings: Embeddings, question: str, reason: str | None
+) -> None:
+    from cardrag.app.grading import load_calibrations
+    from cardrag.ingest.settings import Settings
+
+    settings = Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL)
+    index = open_index(shipped_index_dir, real_embeddings)
+    shipped = Context.from_index(index, settings, real_embeddings)
+    assert shipped.grader is not None
+    assert shipped.grader.calibrations == load_calibrations(REAL_MODEL)  # as shipped
+    reply = answer(question, shipped)
+    assert reply.refusal_reason == reason
+    if reason is None:
+        assert reply.citations[0].id == "card-paracetamol-limits"

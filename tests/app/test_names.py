@@ -56,3 +56,27 @@ def test_a_missing_medicine_is_described_by_its_generic_and_the_patients_word(
     assert names.describe("clopidogrel", "clopidogrel") == "clopidogrel"
     assert names.describe("bochechar", "bochechar") == "bochechar"
     assert medicines_of("Coumadin") == frozenset({"warfarin"})
+
+
+ALIASES = {
+    "water tablet": "diuretics",
+    "furosemide": "diuretics",
+    "rosuvastatin": "statins",
+    "tachipirina": "paracetamol",
+    "comprimido para dormir": "sleeping tablets",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "read"),
+    [
+        ("My WATER  tablets keep me up", "My diuretics keep me up"),  # any case, spacing, plural
+        ("Posso prendere la Tachipirina?", "Posso prendere la paracetamol?"),
+        ("Quando tomo o comprimido para dormir?", "Quando tomo o sleeping tablets?"),
+        ("When do I take Crestor?", "When do I take statins?"),  # dictionary, then the alias
+        ("Is Lasix a water tablet?", "Is diuretics a diuretics?"),
+        ("Is watermelon a tablet?", "Is watermelon a tablet?"),  # whole words only
+    ],
+)
+def test_a_cards_aliases_are_read_as_its_words(question: str, read: str) -> None:
+    assert Names.of_words(CARD_WORDS, ALIASES).rewrite(question) == read

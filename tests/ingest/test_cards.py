@@ -102,6 +102,50 @@ def test_parse_card_names_file_and_field(text: str, field: str, problem: str) ->
     assert problem in err.value.problem
 
 
+def _aliased(aliases: str) -> str:
+    return GOOD.replace("sensitivity: public", f"sensitivity: public\naliases:\n{aliases}")
+
+
+def test_a_cards_aliases_are_read_in_their_key_form() -> None:
+    card = parse_card(_aliased("  Second  Part: paragraph\n  premier: First"), "a.md")
+    assert card.aliases == {"second part": "paragraph", "premier": "First"}
+    assert parse_card(GOOD, "a.md").aliases == {}
+
+
+@pytest.mark.parametrize(
+    ("aliases", "problem"),
+    [
+        ("  - water tablets", "must be a mapping of alias: the card's word for it, got"),
+        ("  water tablets: [a]", "'water tablets': ['a'] must be text: the card's word for it"),
+        ("  water tablets: diuretics", "'water tablets': 'diuretics' is not in the card's title"),
+        ("  b12 tablets: paragraph", "'b12 tablets' must be 1 to 60 characters of words"),
+        (f"  {'very ' * 13}long: paragraph", f"'{'very ' * 13}long' must be 1 to 60 characters"),
+        ("  Paragraph: paragraph", "'Paragraph' is the card's own word: no alias needed"),
+        ("  graph: para", "'graph': 'para' is not in the card's title or text"),  # whole words
+    ],
+)
+def test_a_bad_alias_names_the_file_the_field_and_the_alias(aliases: str, problem: str) -> None:
+    with pytest.raises(CardError) as err:
+        parse_card(_aliased(aliases), "cards/bad.md")
+    assert (err.value.field, str(err.value).split(": field ")[0]) == ("aliases", "cards/bad.md")
+    assert err.value.problem.startswith(problem)
+
+
+def test_one_alias_meaning_two_words_in_two_cards_is_refused_naming_both(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text(_aliased("  premier: First"), encoding="utf-8")
+    other = _aliased("  PREMIER: Second").replace("card-example", "card-other")
+    (tmp_path / "b.md").write_text(other, encoding="utf-8")
+    with pytest.raises(CardError) as err:
+        load_cards(tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path / 'b.md'}: field 'aliases': 'premier' means 'Second' here but 'First' "
+        f"in {tmp_path / 'a.md'}"
+    )
+    (tmp_path / "b.md").write_text(other.replace("Second", "first"), encoding="utf-8")
+    # the same word in another case is the same meaning
+    assert [c.aliases for c in load_cards(tmp_path)] == [{"premier": "First"}, {"premier": "first"}]
+
+
 def test_load_cards_rejects_non_utf8(tmp_path: Path) -> None:
     (tmp_path / "latin.md").write_bytes(GOOD.replace("First", "Fïrst").encode("latin-1"))
     with pytest.raises(CardError, match=r"latin\.md: field 'encoding': not UTF-8"):

@@ -1,0 +1,160 @@
+"""What a question asks about a medicine, and whether a card says anything about it.
+
+A card about the right medicine passes grading's veto and its calibrated score ("Is it safe to
+take ibuprofen while breastfeeding?" retrieves the ibuprofen card, which never mentions
+breastfeeding), and the extractive answerer then quotes its closest sentence on another
+subject. Across languages grading cannot compare words at all. A few things patients ask
+about, and cards either cover or do not, are named by a closed list of words in each language
+we serve: pregnancy and breastfeeding, children, the kidneys, the liver, hair, weight, cancer,
+memory, suppositories, the maximum dose. A question that asks about one of them (in its own
+language's words) can only be answered by a card that mentions it (in any of the languages'
+words): :func:`missing_aspects`. The lists are pharmacists' everyday words, not tuned on the
+evaluation's questions; a word that has a second, ordinary meaning in a language ("pelo" is
+"by the" in Portuguese) is left out of that language.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable
+
+ASPECTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "pregnancy or breastfeeding": {
+        "en": ("pregnan", "breastfe", "breast-fe", "lactat", "conceiv"),
+        "pt": ("gravid", "gestant", "gestacao", "amament", "lactant", "lactacao"),
+        "es": ("embaraz", "gestant", "amamant", "lactanc", "lactant"),
+        "it": ("gravidanz", "incint", "allatt", "gestant"),
+    },
+    "children": {
+        "en": (
+            "child",
+            "kid",
+            "kids",
+            "toddler",
+            "infant",
+            "baby",
+            "babies",
+            "paediatr",
+            "pediatr",
+        ),
+        "pt": ("crianca", "infantil", "pediatr"),
+        "es": ("nino", "ninos", "nina", "ninas", "infantil", "pediatr"),
+        "it": ("bambin", "neonat", "pediatr", "infantil"),
+    },
+    "the kidneys": {
+        "en": ("kidney", "renal"),
+        "pt": ("rim", "rins", "renal", "renais"),
+        "es": ("rinon", "renal", "renales"),
+        "it": ("rene", "reni", "renal"),
+    },
+    "the liver": {
+        "en": ("liver", "hepat"),
+        "pt": ("figado", "hepat"),
+        "es": ("higado", "hepat"),
+        "it": ("fegato", "epat"),
+    },
+    "hair": {
+        "en": ("hair",),
+        "pt": ("cabelo", "calvic"),
+        "es": ("cabello", "pelo", "calvic"),
+        "it": ("capell", "calvizi"),
+    },
+    "weight": {
+        "en": ("weight",),
+        "pt": ("peso", "engord", "emagrec"),
+        "es": ("peso", "engord", "adelgaz"),
+        "it": ("peso", "ingrass", "dimagr"),
+    },
+    "cancer": {
+        "en": ("cancer", "tumour", "tumor"),
+        "pt": ("cancer", "tumor"),
+        "es": ("cancer", "tumor"),
+        "it": ("cancro", "tumor"),
+    },
+    "memory or dementia": {
+        "en": ("dementia", "memory", "alzheimer"),
+        "pt": ("demencia", "memoria", "alzheimer"),
+        "es": ("demencia", "memoria", "alzheimer"),
+        "it": ("demenza", "memoria", "alzheimer"),
+    },
+    "suppositories": {
+        "en": ("suppositor",),
+        "pt": ("supositori",),
+        "es": ("supositori",),
+        "it": ("suppost",),
+    },
+    "the maximum dose": {
+        "en": ("maximum", "max", "limit"),
+        "pt": ("maxim", "limite"),
+        "es": ("maxim", "limite"),
+        "it": ("massim", "limite"),
+    },
+}
+"""Each aspect's words, per language, in folded spelling (lower case, accents off). A word
+matches a stem of five letters or more by prefix; shorter stems ("rim", "kid", "max") must be
+the whole word."""
+WHOLE_WORD = 4
+"""Stems this long or shorter match whole words only ("rim" is not "rimedio")."""
+
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def fold(text: str) -> list[str]:
+    """The words of a text, lower-cased, accents off.
+
+    Example:
+        >>> fold("Amamentação e gestação")
+        ['amamentacao', 'e', 'gestacao']
+    """
+    plain = unicodedata.normalize("NFKD", text.lower())
+    plain = "".join(c for c in plain if not unicodedata.combining(c))
+    return _WORD.findall(plain)
+
+
+def _matches(words: Iterable[str], stems: Iterable[str]) -> bool:
+    stems = tuple(stems)
+    for word in words:
+        for stem in stems:
+            if word == stem or (len(stem) > WHOLE_WORD and word.startswith(stem)):
+                return True
+    return False
+
+
+def aspects_of(question: str, language: str) -> tuple[str, ...]:
+    """The aspects a question asks about, in its language's words (English when not served).
+
+    Example:
+        >>> aspects_of("Posso tomar ibuprofeno durante a amamentação?", "pt")
+        ('pregnancy or breastfeeding',)
+        >>> aspects_of("Can I take it with milk?", "en")
+        ()
+    """
+    words = fold(question)
+    return tuple(
+        aspect
+        for aspect, stems in ASPECTS.items()
+        if _matches(words, stems.get(language, stems["en"]))
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _card_words(text: str) -> frozenset[str]:
+    return frozenset(fold(text))
+
+
+def missing_aspects(asked: Iterable[str], card_text: str) -> tuple[str, ...]:
+    """The asked aspects a card never mentions, in any of the languages' words.
+
+    Example:
+        >>> missing_aspects(["pregnancy or breastfeeding", "children"],
+        ...                 "Not for children under 12.")
+        ('pregnancy or breastfeeding',)
+    """
+    words = _card_words(card_text)
+    return tuple(
+        aspect
+        for aspect in asked
+        if not _matches(words, (s for stems in ASPECTS[aspect].values() for s in stems))
+    )
