@@ -8,9 +8,11 @@ about, and cards either cover or do not, are named by a closed list of words in 
 we serve: pregnancy and breastfeeding, children, the kidneys, the liver, hair, weight, cancer,
 memory, suppositories, the maximum dose. A question that asks about one of them (in its own
 language's words) can only be answered by a card that mentions it (in any of the languages'
-words): :func:`missing_aspects`. The lists are pharmacists' everyday words, not tuned on the
-evaluation's questions; a word that has a second, ordinary meaning in a language ("pelo" is
-"by the" in Portuguese) is left out of that language.
+words): :func:`missing_aspects`. A question in several parts ("Should I take ibuprofen with
+food, and is it safe while breastfeeding?") keeps the card for the parts it answers, and the
+reply says what the cards do not cover (:func:`aspect_verdict`). The lists are pharmacists'
+everyday words; a word that has a second, ordinary meaning in a language ("pelo" is "by the"
+in Portuguese) is left out of that language.
 """
 
 from __future__ import annotations
@@ -98,7 +100,12 @@ the whole word."""
 WHOLE_WORD = 4
 """Stems this long or shorter match whole words only ("rim" is not "rimedio")."""
 
+MIN_PART_WORDS = 3
+"""A part of a question shorter than this ("and why?") asks nothing of its own."""
+
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_PART_BREAK = re.compile(r"[?;]|,?\s+(?:and|but|also|e|ed|y|mas|pero|ma)\s+", re.IGNORECASE)
+"""Where a question's parts meet: a question mark, a semicolon, or "and"/"but" in a language."""
 
 
 def fold(text: str) -> list[str]:
@@ -158,3 +165,40 @@ def missing_aspects(asked: Iterable[str], card_text: str) -> tuple[str, ...]:
         for aspect in asked
         if not _matches(words, (s for stems in ASPECTS[aspect].values() for s in stems))
     )
+
+
+def parts_of(question: str) -> list[str]:
+    """The parts of a question that ask something of their own.
+
+    Example:
+        >>> parts_of("Do I take it with food, and is it safe while breastfeeding?")
+        ['Do I take it with food', 'is it safe while breastfeeding']
+        >>> parts_of("Is it safe in pregnancy, and why?")
+        ['Is it safe in pregnancy']
+    """
+    parts = (p.strip(" ,.") for p in _PART_BREAK.split(question))
+    return [p for p in parts if len(fold(p)) >= MIN_PART_WORDS]
+
+
+def aspect_verdict(
+    question: str, language: str, card_text: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a card cannot answer of a question: ``(vetoing, unanswered)`` aspects.
+
+    ``vetoing``: the card never mentions what every part of the question asks about, so it
+    cannot answer. ``unanswered``: it answers some part, not the aspects another part asks about
+    (the reply says the cards do not cover them). At most one of the two is non-empty.
+
+    Example:
+        >>> card = "Take ibuprofen with food."
+        >>> aspect_verdict("Is ibuprofen safe while breastfeeding?", "en", card)
+        (('pregnancy or breastfeeding',), ())
+        >>> aspect_verdict("Do I take ibuprofen with food, and is it safe while "
+        ...                "breastfeeding?", "en", card)
+        ((), ('pregnancy or breastfeeding',))
+    """
+    lacking = missing_aspects(aspects_of(question, language), card_text)
+    if not lacking:
+        return (), ()
+    free = [p for p in parts_of(question) if not set(aspects_of(p, language)) & set(lacking)]
+    return ((), lacking) if free else (lacking, ())

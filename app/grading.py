@@ -38,7 +38,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from cardrag.app.aspects import aspects_of, missing_aspects
+from cardrag.app.aspects import aspect_verdict
 from cardrag.app.extractive import split_sentences
 from cardrag.app.terms import (
     aspect_coverage,
@@ -271,6 +271,9 @@ class Grade:
     missing_aspects: tuple[str, ...] = ()
     """What the question asks about that the card never mentions ("pregnancy or
     breastfeeding": :func:`cardrag.app.aspects.missing_aspects`); such a card fails."""
+    unanswered: tuple[str, ...] = ()
+    """What one part of the question asks about that the card never mentions, while it
+    answers another part (:func:`cardrag.app.aspects.aspect_verdict`); the reply says so."""
 
 
 def grade_card(
@@ -281,19 +284,21 @@ def grade_card(
     *,
     same_language: bool,
     lacking: tuple[str, ...] = (),
+    unanswered: tuple[str, ...] = (),
 ) -> Grade:
     """A card fails when it lacks a medical term or an aspect of the question, or scores low.
 
-    ``lacking`` holds the question's aspects the card never mentions. The threshold is that of
-    the calibration for the pair's languages. A vetoed card, or any card without calibrations,
-    needs no ``features``.
+    ``lacking`` holds the question's aspects the card never mentions; ``unanswered`` those of a
+    part it does not answer while it answers another (kept on the grade). The threshold is that
+    of the calibration for the pair's languages. A vetoed card, or any card without
+    calibrations, needs no ``features``.
     """
     if missing or lacking:
         return Grade(card_id, False, None, missing, same_language, lacking)
     if calibrations is None:
-        return Grade(card_id, True, None, (), same_language)
+        return Grade(card_id, True, None, (), same_language, (), unanswered)
     margin = calibrations.of(same_language).margin(features)
-    return Grade(card_id, margin >= 0, margin, (), same_language)
+    return Grade(card_id, margin >= 0, margin, (), same_language, (), unanswered)
 
 
 def refusal_reason(
@@ -353,14 +358,13 @@ class Grader:
         """One :class:`Grade` per retrieved card, in the retriever's order."""
         terms = salient_terms(question)
         language = question_language(question)
-        asked = aspects_of(question, language)
         qv = self.vectors.question(question) if self.calibrations is not None else []
         grades = []
         for doc in docs:
             card = MatchedCard.from_document(doc)
             same = language == card_language(doc)
             vetoed = missing_medical(terms, vocabulary(f"{card.title}\n{card.text}"), same)
-            lacking = missing_aspects(asked, f"{card.title}\n{card.text}")
+            lacking, unanswered = aspect_verdict(question, language, f"{card.title}\n{card.text}")
             features: dict[str, float] = {}
             # a vetoed card fails whatever it scores: no feature (no sentence embedding) needed
             if not (vetoed or lacking) and self.calibrations is not None:
@@ -381,6 +385,7 @@ class Grader:
                     self.calibrations,
                     same_language=same,
                     lacking=lacking,
+                    unanswered=unanswered,
                 )
             )
         return grades

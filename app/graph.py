@@ -38,7 +38,14 @@ from cardrag.app.context import Context, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer, split_sentences
 from cardrag.app.grading import refusal_reason
 from cardrag.app.names import WORD, Names
-from cardrag.app.prompts import GATE_REASON, MODEL_REASON, REFUSAL, SYSTEM_PROMPT, cards_context
+from cardrag.app.prompts import (
+    GATE_REASON,
+    MODEL_REASON,
+    REFUSAL,
+    SYSTEM_PROMPT,
+    cards_context,
+    not_covered,
+)
 from cardrag.app.reply import CitedCard, Draft, Reply, RetrievedCard
 from cardrag.app.state import State
 from cardrag.app.vectors import Vectors, dot
@@ -142,9 +149,14 @@ def verify_citations(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ranks = {g.card_id: n for n, g in enumerate(grades, 1)} or {
         str(d.id): n for n, d in enumerate(docs, 1)
     }
+    kept = [g for g in grades if g.answerable]
+    unsaid = [
+        a for a in (kept[0].unanswered if kept else ()) if all(a in g.unanswered for g in kept)
+    ]
     reply = Reply(
         question=state["question"],
-        answer=checked.answer,
+        answer=f"{checked.answer}\n\n{not_covered(unsaid)}" if unsaid else checked.answer,
+        not_covered=unsaid,
         citations=[CitedCard(id=cid, title=titles[cid]) for cid in checked.citations],
         retrieved=[retrieved_card(d, ranks[str(d.id)], scores.get(str(d.id))) for d in docs],
         rejected_citations=checked.rejected,

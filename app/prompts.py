@@ -30,6 +30,18 @@ REFUSAL = (
 GATE_REASON = "No card is close enough to this question."
 """The refusal reason when no card passes the similarity gate."""
 MODEL_REASON = "The retrieved cards do not answer this question."
+
+
+def not_covered(aspects: list[str]) -> str:
+    """What an answer adds when the cards answer one part of a question and not another.
+
+    Example:
+        >>> not_covered(["pregnancy or breastfeeding"])
+        'The cards say nothing about pregnancy or breastfeeding: ask your pharmacist about that.'
+    """
+    return f"The cards say nothing about {' or '.join(aspects)}: ask your pharmacist about that."
+
+
 """The refusal reason when the chat model says the cards do not answer."""
 
 ELLIPSIS = "…"

@@ -73,5 +73,8 @@ class Reply(BaseModel):
     """True when cards were retrieved but the answer cites none of them."""
     refused: bool = False
     """True when no card can answer: none passed the similarity gate or grading."""
+    not_covered: list[str] = Field(default_factory=list)
+    """What a part of the question asked that the cards answering its other parts never
+    mention ("pregnancy or breastfeeding"); the answer ends by saying so."""
     refusal_reason: str | None = None
     """Why the question was refused, in plain words ("No card mentions clopidogrel.")."""

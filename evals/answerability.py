@@ -40,7 +40,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from cardrag.app.aspects import aspects_of, missing_aspects
+from cardrag.app.aspects import aspect_verdict
 from cardrag.app.grading import (
     ACROSS_LANGUAGES,
     CALIBRATION_FILE,
@@ -205,7 +205,6 @@ def featurise(
         docs: list[Document] = retriever.invoke(text, k=k, min_similarity=None)
         terms = salient_terms(text)
         lang = question_language(text)
-        asked = aspects_of(text, lang)
         qv = vectors.question(text)
         similarities = rows @ np.asarray(qv)
         logits = [math.nan] * len(docs)
@@ -216,7 +215,7 @@ def featurise(
             card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
             feats, missing = pair_features(vectors, text, qv, terms, lang, card, score)
-            lacking = missing_aspects(asked, f"{card[0]}\n{card[1]}")
+            lacking, _ = aspect_verdict(text, lang, f"{card[0]}\n{card[1]}")
             missing = (*missing, *(f"aspect: {a}" for a in lacking))
             feats["normalised_score"] = normalised_score(score, similarities)
             feats["cross_encoder"] = logit

@@ -20,6 +20,7 @@ UNCOVERED = CASES_DIR / "uncovered.jsonl"
 TRANSLATED = CASES_DIR / "translated.jsonl"
 OFFTOPIC = CASES_DIR / "offtopic.jsonl"
 NAMES = CASES_DIR / "names.jsonl"
+PARTIAL = CASES_DIR / "partial.jsonl"
 
 
 class GoldenCase(BaseModel):
@@ -153,6 +154,28 @@ class NamesCase(BaseModel):
     """The name the question uses for the medicine, as written."""
     kind: Literal["brand", "class", "everyday"] = "brand"
     """How it names it: a brand (or another spelling), the medicine's class, everyday words."""
+
+
+class PartialCase(BaseModel):
+    """A question in two parts, one of which a card answers (issue 31)."""
+
+    query_id: str
+    """Stable id, ``pNNN``."""
+    query: str
+    """The question."""
+    language: str
+    """ISO 639-1 code of the question."""
+    must_cite_one_of: list[str]
+    """Cards that answer the part they answer."""
+    answered_part: str
+    """What the card answers ("food")."""
+    unanswered_part: str
+    """What no card answers ("breastfeeding")."""
+
+
+def load_partial(path: Path = PARTIAL) -> list[PartialCase]:
+    """Partly answerable cases from a JSONL file."""
+    return [PartialCase.model_validate(row) for row in _jsonl(path)]
 
 
 def load_names(path: Path = NAMES) -> list[NamesCase]:

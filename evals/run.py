@@ -48,6 +48,7 @@ from cardrag.evals.datasets import Dataset, load_beir, load_golden
 from cardrag.evals.gate import offtopic_refusals
 from cardrag.evals.metrics import evaluate
 from cardrag.evals.names import names_checks
+from cardrag.evals.partial import partial_checks
 from cardrag.evals.report import machine, update_report
 from cardrag.evals.systems import (
     SystemRun,
@@ -313,12 +314,13 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             problems.append(f"answerability {name} {value} below {bound}")
         if side == "max" and value > bound:
             problems.append(f"answerability {name} {value} above {bound}")
-    names = report.get("names", {}).get("held_out", {}).get("names")
-    for key, bound in thresholds.get("names", {}).items() if names else ():
-        name, _, side = key.rpartition("_")
-        value = names[f"{name}_rate"]
-        if (side == "min" and value < bound) or (side == "max" and value > bound):
-            problems.append(f"brand-name questions {name} {value} outside the {side} {bound}")
+    for section, what in (("names", "brand-name questions"), ("partial", "two-part questions")):
+        table = report.get(section, {}).get("held_out", {}).get(section)
+        for key, bound in thresholds.get(section, {}).items() if table else ():
+            name, _, side = key.rpartition("_")
+            value = table[f"{name}_rate"]
+            if (side == "min" and value < bound) or (side == "max" and value > bound):
+                problems.append(f"{what} {name} {value} outside the {side} {bound}")
     problems += [
         f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
         for r in report["redteam"]["results"]
@@ -392,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         entry["names_as_written"] = names_checks(
             lambda text: answer(text, replace(app, names=None))
         )
+        entry["partial"] = partial_checks(lambda text: answer(text, app))
         entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
             lambda text: answer(text, replace(app, names=names_of(app.retriever)))
         )
@@ -409,11 +412,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"answerability (held-out AUROC): {graded.get('held_out_auroc')}")
     for key, row in graded["refusal"]["held_out"].items():
         print(f"  held-out refused: {key}: {row['refused']}/{row['questions']} = {row['rate']}")
-    for name in ("names", "names_as_written"):
+    for name in ("names", "names_as_written", "partial"):
         for key, row in entry[name]["held_out"].items():
             print(
                 f"  held-out {name}: {key}: refused {row['refused']}/{row['questions']}, "
                 f"answered right {row['answered_right']}/{row['questions']}"
+                + (
+                    f", said what is not covered {row['said_not_covered']}"
+                    if name == "partial"
+                    else ""
+                )
             )
     thresholds = (
         tomllib.loads(THRESHOLDS.read_text(encoding="utf-8")) if THRESHOLDS.exists() else {}

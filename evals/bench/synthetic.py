@@ -29,12 +29,20 @@ def sentence(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def synthetic_cards(n: int, seed: int = 0) -> Iterator[Card]:
+def synthetic_cards(n: int, seed: int = 0, chars: int | None = None) -> Iterator[Card]:
     """``n`` card-like cards (English, public), ids ``card-syn-000000`` onwards.
+
+    Args:
+        n: How many.
+        seed: Another seed, other cards.
+        chars: Make each body about this long (paragraphs are added until it is); None: 3 to
+            6 paragraphs, as a card.
 
     Example:
         >>> [d.id for d in synthetic_cards(2)]
         ['card-syn-000000', 'card-syn-000001']
+        >>> 10_000 <= len(next(synthetic_cards(1, chars=10_000)).body) < 10_800
+        True
     """
     for i in range(n):
         rng = random.Random(seed * 1_000_003 + i)
@@ -42,6 +50,8 @@ def synthetic_cards(n: int, seed: int = 0) -> Iterator[Card]:
             " ".join(sentence(rng) for _ in range(rng.randint(2, 4)))
             for _ in range(rng.randint(3, 6))
         ]
+        while chars is not None and sum(len(p) + 2 for p in paragraphs) < chars:
+            paragraphs.append(" ".join(sentence(rng) for _ in range(rng.randint(2, 4))))
         yield Card(
             id=f"card-syn-{i:06d}",
             title=" ".join(rng.choice(WORDS) for _ in range(4)).capitalize(),

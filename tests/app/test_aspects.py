@@ -41,3 +41,30 @@ def test_a_card_covers_an_aspect_in_any_of_the_languages_words() -> None:
 def test_every_aspect_has_words_in_every_language_we_serve() -> None:
     assert {lang for words in ASPECTS.values() for lang in words} == {"en", "pt", "es", "it"}
     assert all(set(words) == {"en", "pt", "es", "it"} for words in ASPECTS.values())
+
+
+@pytest.mark.parametrize(
+    ("question", "language", "verdict"),
+    [
+        ("Is ibuprofen safe while breastfeeding?", "en", ((PREGNANCY,), ())),
+        (
+            "Do I take ibuprofen with food, and is it safe while breastfeeding?",
+            "en",
+            ((), (PREGNANCY,)),  # the card answers the first part
+        ),
+        ("Tomo ibuprofeno com comida? É seguro na gravidez?", "pt", ((), (PREGNANCY,))),
+        ("Is ibuprofen safe in pregnancy, and why?", "en", ((PREGNANCY,), ())),  # "why" alone
+        (
+            "¿Es seguro en el embarazo y durante la lactancia?",
+            "es",
+            ((PREGNANCY,), ()),  # both parts ask what the card never mentions
+        ),
+        ("Do I take ibuprofen with food?", "en", ((), ())),
+    ],
+)
+def test_a_card_is_vetoed_only_when_it_answers_no_part_of_the_question(
+    question: str, language: str, verdict: tuple
+) -> None:
+    from cardrag.app.aspects import aspect_verdict
+
+    assert aspect_verdict(question, language, "Take ibuprofen with food.") == verdict

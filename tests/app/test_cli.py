@@ -69,6 +69,7 @@ def test_ask_json_on_the_shipped_corpus(
         "rejected_citations",
         "uncited",
         "refused",
+        "not_covered",
         "refusal_reason",
     }
 

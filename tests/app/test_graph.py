@@ -217,6 +217,10 @@ def test_a_name_only_a_cards_aliases_know_is_answered_from_that_card(
             "No card says anything about hair.",
         ),
         ("Can I give my child half an adult paracetamol tablet?", None),  # the card says
+        (
+            "Should I take ibuprofen with food, and is it safe while breastfeeding?",
+            None,  # the card answers the first part, and the answer names the second
+        ),
     ],
 )
 def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refused(
@@ -232,5 +236,13 @@ def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refus
     assert shipped.grader.calibrations == load_calibrations(REAL_MODEL)  # as shipped
     reply = answer(question, shipped)
     assert reply.refusal_reason == reason
-    if reason is None:
+    if "breastfeeding" in question and reason is None:
+        assert reply.citations[0].id == "card-ibuprofen-stomach"
+        assert reply.not_covered == ["pregnancy or breastfeeding"]
+        assert reply.answer.endswith(
+            "\n\nThe cards say nothing about pregnancy or breastfeeding: ask your pharmacist "
+            "about that."
+        )
+    elif reason is None:
         assert reply.citations[0].id == "card-paracetamol-limits"
+        assert reply.not_covered == []
