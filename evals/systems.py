@@ -43,6 +43,7 @@ from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.index.cache import cached_embeddings
 from cardrag.ingest.index.search import ChildHit
+from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
@@ -128,10 +129,16 @@ def configured(
     """A retriever over ``base``'s stores configured like the settings say.
 
     Ungated by default: ranking metrics score every question's ten best cards. ``gated``
-    keeps the settings' similarity gate, as the app runs it.
+    keeps the settings' similarity gate, as the app runs it. The children's vectors are read
+    back as an ingest saves them beside the index, so ours reads what it reads in the app.
     """
     stores = Index(
-        path=Path(), collections=base.collections, docstore=base.docstore, manifest={}, bm25=bm25
+        path=Path(),
+        collections=base.collections,
+        docstore=base.docstore,
+        manifest={},
+        bm25=bm25,
+        vectors=RowVectors.from_collection(base.collections.children._collection),  # as ingest
     )
     ungated = {} if gated else {"min_similarity": None}
     return ScoredParentDocumentRetriever.from_index(stores, settings, **ungated)

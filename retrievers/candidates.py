@@ -36,11 +36,14 @@ def resolve(
     candidates too. It gives each such parent its dense similarity, the best over all its
     rows as for any other parent, for the gate. At most one BM25 window of parents is read,
     whatever the size of the store. (Their whole-card rows come with :func:`card_rows_of`.)
+
+    Only each parent's best row is returned: fusion ranks a parent by it alone, and a long
+    parent's hundred rows would otherwise each be carried through fusion.
     """
     unknown = [p.parent_id for p in lexical if p.parent_id not in windows]
     if not unknown:
         return []
-    return rows.by_ids(vector, rows_of(unknown), where, card_rows=False)
+    return rows.best_of(vector, rows_of(unknown), where)
 
 
 def card_rows_of(

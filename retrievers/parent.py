@@ -42,6 +42,7 @@ from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Collections, Index, delete_documents, upsert_documents
 from cardrag.ingest.index.collections import merge_filters
 from cardrag.ingest.index.search import ChildHit, RowReader
+from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings, default
 from cardrag.ingest.splitter import CardSplitter
@@ -181,6 +182,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
     bm25_store: ByteStore | None = None
     """Where a hybrid retriever keeps its BM25 index across processes (any ``ByteStore``, keys
     under ``cardrag-bm25/``); None: in memory, rebuilt from the rows of a Chroma store."""
+    row_vectors: RowVectors | None = None
+    """The children collection's vectors as an ingest saved them beside the index
+    (:mod:`cardrag.ingest.index.vectors`): the rows of parents only BM25 found are scored from
+    them instead of read from Chroma (the same scores, a fraction of the cost for long parents).
+    Set by :meth:`from_index`; dropped by any write through the retriever."""
     dense_weight: float = Field(default=default("dense_weight"), ge=0)
     """RRF weight of the dense best-child ranking."""
     card_weight: float = Field(default=default("card_weight"), ge=0)
@@ -219,6 +225,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
             "concurrent_reads": settings.concurrent_reads,
             "min_similarity": settings.effective_min_similarity,
             "bm25": index.bm25 if settings.hybrid else None,
+            "row_vectors": index.vectors,
             "card_rows": settings.uses_card_rows,
             "dense_weight": settings.dense_weight,
             "card_weight": settings.card_weight,
@@ -476,7 +483,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
             add_to_docstore=add_to_docstore,
             **kwargs,
         )
-        self._update_bm25([*stale, *(str(p.id) for p in parents)], written)
+        self._keep_in_step([*stale, *(str(p.id) for p in parents)], written)
 
     async def aadd_documents(
         self,
@@ -519,7 +526,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
         found = self._stored(ids)
         parents = list(dict.fromkeys([*ids, *(str(d.id) for _, docs in found for d in docs)]))
         delete_documents(self._target, self.docstore, parents, self.id_key)
-        self._update_bm25(parents, [])
+        self._keep_in_step(parents, [])
         done = [i for i, docs in found if docs]
         return {"num_deleted": len(done), "succeeded": done, "num_failed": 0, "failed": []}
 
@@ -552,8 +559,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
                 out.append((doc_id, []))
         return out
 
-    def _update_bm25(self, removed: Sequence[str], written: Sequence[Document]) -> None:
-        """Keep BM25 in step with a write: rows of ``removed`` parents gone, ``written`` in."""
+    def _keep_in_step(self, removed: Sequence[str], written: Sequence[Document]) -> None:
+        """Keep BM25 in step with a write: rows of ``removed`` parents gone, ``written`` in.
+
+        The saved row vectors (``row_vectors``) describe the rows before the write: dropped.
+        """
+        self.row_vectors = None
         if self.bm25 is None:
             return
         if self.bm25.texts is not None:
@@ -586,4 +597,4 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
     @property
     def rows(self) -> RowReader:
         """What this retriever reads from Chroma: the index's rows, as its caller may see them."""
-        return RowReader(self.collections, self.allow_restricted, self.id_key)
+        return RowReader(self.collections, self.allow_restricted, self.id_key, self.row_vectors)

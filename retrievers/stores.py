@@ -30,7 +30,13 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from cardrag.ingest.index.search import ChildHit, cosine_similarities, nearest, orphans
+from cardrag.ingest.index.search import (
+    ChildHit,
+    best_by_parent,
+    cosine_similarities,
+    nearest,
+    orphans,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +57,12 @@ class Reader(Protocol):
         self, vector: Sequence[float], row_ids: Sequence[str], where: Any, *, card_rows: bool
     ) -> list[ChildHit]:
         """The given rows, scored, best first."""
+        ...
+
+    def best_of(
+        self, vector: Sequence[float], row_ids: Sequence[str], where: Any
+    ) -> list[ChildHit]:
+        """Each parent's best child among the given rows, scored (as :func:`best_per_parent`)."""
         ...
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
@@ -118,6 +130,14 @@ class StoreReader:
         return nearest(
             [h for d, s in zip(docs, scores, strict=True) if (h := self._hit(d, s))], len(docs)
         )
+
+    def best_of(
+        self, vector: Sequence[float], row_ids: Sequence[str], where: StoreFilter | None
+    ) -> list[ChildHit]:
+        """Each parent's best child among the given rows (:meth:`by_ids`, one per parent)."""
+        found = self.by_ids(vector, row_ids, where, card_rows=False)
+        keep = best_by_parent((h.child_id, h.parent_id, h.score) for h in found)
+        return [h for h in found if h.child_id in keep]
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
         """The hits as they are: a store's search returns text and metadata already."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cardrag.evals.bench.api import grading_cost
-from cardrag.evals.bench.growth import run_sizes
+from cardrag.evals.bench.growth import LENGTHS, run_sizes
 from cardrag.evals.bench.ingest import cold, thousand, throughput
 from cardrag.evals.bench.latency import latency
 from cardrag.evals.cases import load_golden_cases, load_translated
@@ -29,7 +29,7 @@ from cardrag.ingest.settings import Settings
 OUT = Path(__file__).resolve().parent.parent / "bench.md"
 RAW = Path(__file__).resolve().parent.parent / "bench.json"
 """The measurements behind bench.md (each section kept until it is re-run)."""
-SECTIONS = ("latency", "api", "ingest", "reingest", "growth")
+SECTIONS = ("latency", "api", "ingest", "reingest", "growth", "lengths")
 
 
 def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
@@ -141,7 +141,35 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         )
     if sections.get("growth"):
         lines += ["", GROWTH_NOTE]
+    lines += lengths_table(sections.get("lengths", []))
     return "\n".join(lines) + "\n"
+
+
+LENGTH_SYSTEMS = ("floor", "vanilla-pdr", "children", "hybrid", "ours", "sentence-window")
+"""The systems side by side on long parents (issue 33)."""
+
+
+def lengths_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The parent-length dimension: p50 per system, and ours against the floor, same run."""
+    if not rows:
+        return []
+    head = " | ".join(f"{s} p50" for s in LENGTH_SYSTEMS)
+    lines = [
+        "",
+        "## Long parents (synthetic parents of a given length, hashed 384-d embedding, 100 "
+        "questions after a warm-up pass, a fresh worker per store; growth.py `--chars`)",
+        "",
+        f"| parent chars | parents | rows | {head} | ours / floor | ours p95 |",
+        "|---|---|---|" + "---|" * len(LENGTH_SYSTEMS) + "---|---|",
+    ]
+    for g in rows:
+        p50 = g["p50_ms"]
+        cells = " | ".join(str(p50.get(s, "")) for s in LENGTH_SYSTEMS)
+        lines.append(
+            f"| {g['chars']:,} | {g['cards']:,} | {g['rows']:,} | {cells} "
+            f"| {p50['ours'] / p50['floor']:.1f}x | {g['p95_ms']['ours']} |"
+        )
+    return lines
 
 
 def where_measured(measured: dict[str, str]) -> list[str]:
@@ -234,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
             sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
             stores = args.growth_stores
             save("growth", run_sizes(sizes, 1, stores))  # a warm-up pass, one timed pass
+        if "lengths" in todo:
+            print("lengths ...", flush=True)
+            lengths = [s for s in LENGTHS if not args.quick or s[1] <= 1_000]
+            save("lengths", run_sizes(lengths, 1, args.growth_stores))
     header = {
         "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),

@@ -55,8 +55,8 @@ MODEL = "hashed"
 """The manifest's model name for stores built with :class:`HashedEmbeddings`."""
 QUESTIONS = 100
 """Questions timed per system (p95 is the 95th of them)."""
-OURS, ATOMIC = "ours", "atomic"
-"""The two store folders under a growth store."""
+OURS, ATOMIC, WINDOWS = "ours", "atomic", "windows"
+"""The store folders under a growth store (the sentence-window one for long parents only)."""
 BUILT = "built.json"
 """Written into a growth store once both folders are built: cards, rows, build time."""
 
@@ -87,9 +87,9 @@ def questions(n: int) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(8)) + "?" for _ in range(n)]
 
 
-def settings() -> Settings:
+def settings(**changes: Any) -> Settings:
     """The shipped retrieval settings over the hashed model (no similarity gate)."""
-    return Settings(embedding_model=MODEL, min_similarity=-1.0)
+    return Settings(embedding_model=MODEL, min_similarity=-1.0, **changes)
 
 
 def built(store: Path) -> dict[str, Any] | None:
@@ -98,15 +98,19 @@ def built(store: Path) -> dict[str, Any] | None:
     return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
 
 
-def build(cards: int, store: Path) -> dict[str, Any]:
-    """Ingest ``cards`` synthetic cards into ``store`` (ours and card-atomic), unless there."""
+def build(cards: int, store: Path, chars: int | None = None) -> dict[str, Any]:
+    """Ingest ``cards`` synthetic cards into ``store`` (ours and card-atomic), unless there.
+
+    ``chars``: parents of about that length (None: card-like); a sentence-window store is
+    built beside them then, to time that chunker on long parents too.
+    """
     done = built(store)
-    if done is not None and done["cards"] == cards:
+    if done is not None and done["cards"] == cards and done.get("chars") == chars:
         return {**done, "reused": True}
     config = settings()
     embeddings = HashedEmbeddings()
     extra = {"embedding_model": MODEL}
-    deck = list(synthetic_cards(cards))
+    deck = list(synthetic_cards(cards, chars=chars))
     started = time.perf_counter()
     index = build_index(
         deck,
@@ -122,8 +126,24 @@ def build(cards: int, store: Path) -> dict[str, Any]:
     build_index(
         deck, store / ATOMIC, embeddings, CardSplitter(mode="none"), extra_manifest=extra
     ).close()
+    if chars is not None:
+        windowed = settings(chunker="sentence_window")
+        build_index(
+            deck,
+            store / WINDOWS,
+            embeddings,
+            CardSplitter.from_settings(windowed),
+            extra_manifest=extra,
+            stemmed=windowed.bm25_stem_languages,
+        ).close()
     peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    done = {"cards": cards, "rows": rows, "build_s": build_s, "build_peak_rss_mb": peak}
+    done = {
+        "cards": cards,
+        "chars": chars,
+        "rows": rows,
+        "build_s": build_s,
+        "build_peak_rss_mb": peak,
+    }
     (store / BUILT).write_text(json.dumps(done), encoding="utf-8")
     return {**done, "reused": False}
 
@@ -165,12 +185,23 @@ def serve(store: Path, rounds: int) -> dict[str, Any]:
         vector = embeddings.embed_query(q)
         return vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=window)
 
+    children = ScoredParentDocumentRetriever.from_index(
+        index, settings(hybrid=False, card_rows=False)
+    )
+    hybrid = ScoredParentDocumentRetriever.from_index(index, settings(card_rows=False))
     systems: dict[str, Callable[[str], object]] = {
         "floor": floor,
         "card-atomic": atomic.invoke,
         "vanilla-pdr": vanilla.invoke,
+        "children": children.invoke,
+        "hybrid": hybrid.invoke,
         "ours": ours.invoke,
     }
+    if (store / WINDOWS).is_dir():
+        windows = open_index(store / WINDOWS, embeddings, MODEL)
+        systems["sentence-window"] = ScoredParentDocumentRetriever.from_index(
+            windows, settings(chunker="sentence_window")
+        ).invoke
     times = {name: timings(fn, asked, rounds) for name, fn in systems.items()}
     return {
         "open_s": round(open_s, 2),
@@ -193,23 +224,40 @@ def run(args: list[str]) -> dict[str, Any]:
     return result
 
 
-def run_sizes(sizes: list[int], rounds: int, stores: Path | None = None) -> list[dict[str, Any]]:
+LENGTHS = (
+    (1_000, 100),
+    (1_000, 1_000),
+    (1_000, 10_000),
+    (10_000, 100),
+    (10_000, 1_000),
+    (30_000, 100),
+    (30_000, 1_000),
+)
+"""The parent-length dimension: (characters per parent, parents), issue 33."""
+
+
+def run_sizes(
+    sizes: list[int] | list[tuple[int, int]], rounds: int, stores: Path | None = None
+) -> list[dict[str, Any]]:
     """Each size built, then served, in fresh processes; their measurements.
 
     Args:
-        sizes: Card counts.
+        sizes: Card counts (card-like cards), or ``(characters, parents)`` pairs (long parents).
         rounds: Timed passes over the questions.
-        stores: Keep the built stores here (``{stores}/{size}``) and reuse them on the next
-            run; None builds into a temporary folder.
+        stores: Keep the built stores here (``{stores}/{size}``, ``{stores}/{chars}x{n}``) and
+            reuse them on the next run; None builds into a temporary folder.
     """
     out = []
     with tempfile.TemporaryDirectory(prefix="cardrag-growth-") as tmp:
         for size in sizes:
-            store = (stores or Path(tmp)) / str(size)
-            built = run(["--build", "--cards", str(size), "--store", str(store)])
+            chars, cards = size if isinstance(size, tuple) else (None, size)
+            name = str(cards) if chars is None else f"{chars}x{cards}"
+            store = (stores or Path(tmp)) / name
+            length = [] if chars is None else ["--chars", str(chars)]
+            built = run(["--build", "--cards", str(cards), *length, "--store", str(store)])
             served = run(["--serve", "--store", str(store), "--rounds", str(rounds)])
-            out.append({"cards": size, **built, **served})
-            print(f"  {size:,} cards: {out[-1]}", flush=True)
+            out.append({"cards": cards, **built, **served})
+            print(f"  {name}: {out[-1]}", flush=True)
     return out
 
 
@@ -217,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     """Build (``--build``) or serve (``--serve``) one store; both by default, in this process."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cards", type=int, default=1000)
+    parser.add_argument("--chars", type=int, default=None, help="parents of this length")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--store", type=Path, help="the store folder (kept, and reused)")
     parser.add_argument("--build", action="store_true", help="only build the store")
@@ -227,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         store = args.store or Path(tmp)
         result: dict[str, Any] = {}
         if args.build or not args.serve:
-            result |= build(args.cards, store)
+            result |= build(args.cards, store, args.chars)
         if args.serve or not args.build:
             if built(store) is None:
                 raise StoreMissingError(f"{store}: no growth store; run with --build first")

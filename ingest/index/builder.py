@@ -41,6 +41,7 @@ from cardrag.ingest.index.parents import REDIS_SCHEMES
 from cardrag.ingest.index.reader import Index, generations_of, own_client
 from cardrag.ingest.index.remote import RemoteGenerations
 from cardrag.ingest.index.rows import upsert_documents
+from cardrag.ingest.index.vectors import VECTORS, RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
@@ -112,6 +113,10 @@ def build(
                 ((str(d.id), d.page_content, d.metadata) for d in written), stemmed=stemmed
             )
             manifest = make_manifest(splitter, len(cards), len(written), extra, bm25)
+            vectors = None
+            if isinstance(generations, LocalGenerations):  # before the manifest marks it done
+                vectors = RowVectors.from_collection(collections.children._collection)
+                vectors.save(generations.path(generation) / VECTORS)
             generations.complete(generation, manifest, bm25)
             if cache is not None:
                 keys = sorted({text_key(cache.model, c.page_content) for c in children})
@@ -135,6 +140,7 @@ def build(
         bm25=bm25,
         generation=generation,
         client=own_client(generations, collections),
+        vectors=vectors,
         removed=dropped,
     )
     return index, previous

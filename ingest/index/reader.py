@@ -17,6 +17,7 @@ from cardrag.ingest.index.generations import Generations
 from cardrag.ingest.index.local import LocalGenerations
 from cardrag.ingest.index.manifest import check_model
 from cardrag.ingest.index.remote import RemoteGenerations
+from cardrag.ingest.index.vectors import VECTORS, RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 
@@ -40,6 +41,9 @@ class Index:
     client: Client | None = None
     """The generation's own Chroma client, released by :meth:`close` (None: a shared one,
     such as the HTTP client of a Chroma server, which stays open)."""
+    vectors: RowVectors | None = None
+    """The children's vectors beside the index (:mod:`~cardrag.ingest.index.vectors`; None for
+    a generation on a Chroma server, or built before they were kept)."""
     removed: list[str] = field(default_factory=list)
     """The old generations the ingest that built this index removed (only ever its own)."""
 
@@ -121,7 +125,15 @@ def open_generation(
         bm25=generations.bm25(generation, collections),
         generation=generation,
         client=own_client(generations, collections),
+        vectors=row_vectors(generations, generation),
     )
+
+
+def row_vectors(generations: Generations, generation: str) -> RowVectors | None:
+    """A generation's saved children vectors (only a store folder's generations keep them)."""
+    if not isinstance(generations, LocalGenerations):
+        return None
+    return RowVectors.load(generations.path(generation) / VECTORS)
 
 
 def open_index(

@@ -24,7 +24,7 @@ Every similarity is therefore the cosine of the angle between the question and t
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,6 +33,7 @@ from langchain_chroma import Chroma
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import Collections, Where
+from cardrag.ingest.index.vectors import RowVectors
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,10 @@ class RowReader:
     """Read restricted cards' rows too (otherwise they are outside every read)."""
     id_key: str = md.PARENT_ID
     """Row metadata key holding the parent's id."""
+    vectors: RowVectors | None = None
+    """The children collection's vectors beside the index (:mod:`~cardrag.ingest.index.vectors`):
+    rows read by id from that collection, unfiltered, are scored from them, not read from
+    Chroma (same scores). None: every read asks Chroma."""
 
     def nearest(
         self, vector: Sequence[float], fetch: int, where: Where | None, *, card_rows: bool
@@ -111,11 +116,39 @@ class RowReader:
             return []
         hits: list[ChildHit] = []
         for store, plan_filter in self._plan(card_rows, where):
-            rows = store._collection.get(
-                ids=list(row_ids), where=plan_filter, include=["embeddings"]
-            )
-            scores = cosine_similarities(vector, rows["embeddings"])
-            hits += self._lean(store, rows["ids"], scores)
+            if (
+                self.vectors is not None
+                and store is self.collections.children
+                and not (plan_filter or card_rows)
+            ):
+                ids, scores = self.vectors.scores(vector, row_ids)
+            else:
+                rows = store._collection.get(
+                    ids=list(row_ids), where=plan_filter, include=["embeddings"]
+                )
+                ids, scores = rows["ids"], cosine_similarities(vector, rows["embeddings"])
+            hits += self._lean(store, ids, scores)
+        return nearest(hits, len(hits))
+
+    def best_of(
+        self, vector: Sequence[float], row_ids: Sequence[str], where: Where | None
+    ) -> list[ChildHit]:
+        """Each parent's best child among the given rows, scored, best first.
+
+        The hits of :meth:`by_ids` reduced to one per parent, with the tie-break of
+        :func:`~cardrag.retrievers.fusion.best_per_parent` (higher score, then lower child id).
+        From the saved vectors the reduction comes before any hit is made: a long parent's
+        hundred rows cost more as hits than as scores.
+        """
+        if self.vectors is None or self._plan(False, where) != [(self.collections.children, None)]:
+            hits = self.by_ids(vector, row_ids, where, card_rows=False)
+            keep = best_by_parent((h.child_id, h.parent_id, h.score) for h in hits)
+            return [h for h in hits if h.child_id in keep]
+        ids, scores = self.vectors.scores(vector, row_ids)
+        best = best_by_parent(
+            (i, i.rpartition("::")[0], s) for i, s in zip(ids, scores, strict=True)
+        )
+        hits = self._lean(self.collections.children, list(best), list(best.values()))
         return nearest(hits, len(hits))
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
@@ -217,6 +250,23 @@ def lean_hit(row_id: str, score: float, id_key: str) -> ChildHit | None:
     return ChildHit(row_id, parent, score, "", {id_key: parent, md.CHUNK_INDEX: chunk}, False)
 
 
+def best_by_parent(rows: Iterable[tuple[str, str, float]]) -> dict[str, float]:
+    """Each parent's best row of ``(child id, parent id, score)`` rows: ``{child id: score}``.
+
+    Ties go to the lower child id, as in :func:`~cardrag.retrievers.fusion.best_per_parent`.
+
+    Example:
+        >>> best_by_parent([("a::00", "a", 0.5), ("a::01", "a", 0.9), ("b::00", "b", 0.7)])
+        {'a::01': 0.9, 'b::00': 0.7}
+    """
+    best: dict[str, tuple[str, float]] = {}
+    for child, parent, score in rows:
+        held = best.get(parent)
+        if held is None or (-score, child) < (-held[1], held[0]):
+            best[parent] = (child, score)
+    return dict(best.values())
+
+
 def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
     """The ``n`` most similar hits (hits of several collections merged), best first.
 
@@ -256,8 +306,12 @@ def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:
     """
     matrix = np.asarray(rows, dtype=np.float64).reshape(-1, len(query))
     vector = np.asarray(query, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
-    return [float(x) for x in (matrix @ vector) / np.where(norms == 0, 1.0, norms)]
+    # row by row (a product, then numpy's pairwise sum of each row), not a matrix product: a
+    # row's score must not depend on which rows were read with it (BLAS blocks rows, and the
+    # last bit of a score then moved with the batch)
+    dots = (matrix * vector).sum(axis=1)
+    norms = np.sqrt((matrix * matrix).sum(axis=1)) * (np.linalg.norm(vector) or 1.0)
+    return [float(x) for x in dots / np.where(norms == 0, 1.0, norms)]
 
 
 def collection_space(vectorstore: Any) -> str:

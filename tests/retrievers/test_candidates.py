@@ -39,6 +39,10 @@ class _Reader:
         self.asked.append((list(row_ids), where, card_rows))
         return [ChildHit(i, i.split("::")[0], 0.5) for i in row_ids]
 
+    def best_of(self, vector: list[float], row_ids: list[str], where: Any) -> list[ChildHit]:
+        self.asked.append((list(row_ids), where, False))
+        return [ChildHit(i, i.split("::")[0], 0.5) for i in row_ids if i.endswith("::01")]
+
 
 def _parent(pid: str) -> ParentHit:
     return ParentHit(pid, 1.0, ChildHit(f"{pid}::00", pid, 1.0))
@@ -48,12 +52,12 @@ def _rows_of(parent_ids: list[str]) -> list[str]:
     return [f"{p}::{i:02d}" for p in parent_ids for i in range(2)]
 
 
-def test_resolve_reads_by_id_every_row_of_the_parents_the_dense_window_missed() -> None:
+def test_resolve_scores_every_row_of_the_parents_the_dense_window_missed_keeping_the_best() -> None:
     reader = _Reader()
     lexical = [_parent("a"), _parent("b"), _parent("c")]  # a: in a dense window
     where = {"topics": "x"}
     found = resolve(reader, [1.0], {"a"}, lexical, _rows_of, where)  # type: ignore[arg-type]
-    assert [h.child_id for h in found] == ["b::00", "b::01", "c::00", "c::01"]
+    assert [h.child_id for h in found] == ["b::01", "c::01"]  # the reader's best of each
     assert reader.asked == [(["b::00", "b::01", "c::00", "c::01"], where, False)]
     reader.asked.clear()
     assert resolve(reader, [1.0], {"a"}, lexical[:1], _rows_of, None) == []  # type: ignore[arg-type]

@@ -1,0 +1,102 @@
+"""Every child row's vector beside the index, to score a parent's rows without asking Chroma.
+
+A parent that only BM25 found gets its dense similarity, the best over all its rows, for the
+gate and the dense ranking (:func:`cardrag.retrievers.candidates.resolve`). Chroma serves
+those rows by id (``get`` with embeddings): a primary-key lookup, but its cost follows the
+rows read, and a long parent has a hundred of them (100 parents of 30,000 characters: about
+1,000 rows and 22 ms a question, against 2.3 ms for the first window's query). The same
+vectors, kept in a NumPy file in the generation's folder and memory-mapped, are scored in well
+under a millisecond, with the same float32 values and the same cosine
+(:func:`~cardrag.ingest.index.search.cosine_similarities`): the scores are identical.
+
+Ingest writes them (:meth:`RowVectors.from_collection`, read back page by page from the
+children collection it has just written; restricted rows and whole-card rows live in their own
+collections and are read from Chroma as before). A generation is never written again, so the
+file cannot go stale; a retriever written to (``add_documents``, ``delete``) stops using it.
+Generations on a Chroma server keep none (the file would have to travel through the parent
+store): they read from Chroma.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+READ_PAGE = 5000
+"""Rows read back from Chroma per ``get`` while writing (one ``get`` of a whole large
+collection fails inside Chroma: "too many SQL variables")."""
+MATRIX, IDS = "vectors.npy", "ids.json"
+"""The two files of a saved :class:`RowVectors`."""
+VECTORS = "vectors"
+"""The folder of a generation that holds its children's vectors."""
+
+
+@dataclass(frozen=True)
+class RowVectors:
+    """Row ids and their vectors (float32, one row each), as Chroma stores them.
+
+    Example:
+        >>> vectors = RowVectors(["a::00", "a::01"], np.eye(2, dtype=np.float32))
+        >>> vectors.scores([1.0, 0.0], ["a::01", "a::00", "b::00"])
+        (['a::01', 'a::00'], [0.0, 1.0])
+    """
+
+    ids: list[str]
+    """Row id of every vector, in the matrix's order."""
+    matrix: Any
+    """``len(ids)`` x dimensions, float32 (memory-mapped once loaded)."""
+
+    @functools.cached_property
+    def _row(self) -> dict[str, int]:
+        return {row_id: n for n, row_id in enumerate(self.ids)}
+
+    def scores(
+        self, vector: Sequence[float], row_ids: Sequence[str]
+    ) -> tuple[list[str], list[float]]:
+        """The given rows that are here, and each one's cosine with ``vector``.
+
+        The cosine of :func:`~cardrag.ingest.index.search.cosine_similarities` (float64 over
+        the stored float32 values), so a row scores as it does read from Chroma.
+        """
+        from cardrag.ingest.index.search import cosine_similarities
+
+        found = [(row_id, self._row[row_id]) for row_id in row_ids if row_id in self._row]
+        if not found:
+            return [], []
+        rows = self.matrix[np.fromiter((n for _, n in found), dtype=np.int64, count=len(found))]
+        return [row_id for row_id, _ in found], cosine_similarities(vector, rows)
+
+    @classmethod
+    def from_collection(cls, collection: Any) -> RowVectors:
+        """Every row of a Chroma collection with its vector, read a page at a time."""
+        ids: list[str] = []
+        pages: list[np.ndarray] = []
+        while True:
+            page = collection.get(include=["embeddings"], limit=READ_PAGE, offset=len(ids))
+            if len(page["ids"]):
+                ids += page["ids"]
+                pages.append(np.asarray(page["embeddings"], dtype=np.float32))
+            if len(page["ids"]) < READ_PAGE:
+                break
+        matrix = np.concatenate(pages) if pages else np.zeros((0, 0), dtype=np.float32)
+        return cls(ids, matrix)
+
+    def save(self, folder: Path) -> None:
+        """Write the matrix and the ids into ``folder``."""
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / MATRIX, np.asarray(self.matrix, dtype=np.float32))
+        (folder / IDS).write_text(json.dumps(self.ids), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> RowVectors | None:
+        """The vectors :meth:`save` wrote (memory-mapped), or None when the folder has none."""
+        if not (folder / MATRIX).is_file() or not (folder / IDS).is_file():
+            return None
+        ids = json.loads((folder / IDS).read_text(encoding="utf-8"))
+        return cls(ids, np.load(folder / MATRIX, mmap_mode="r"))

@@ -1,0 +1,114 @@
+"""The children's vectors beside an index: the scores Chroma gives, at a fraction of the reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from cardrag.evals.bench.synthetic import synthetic_cards
+from cardrag.ingest.index import build_index, open_index
+from cardrag.ingest.index import vectors as vectors_module
+from cardrag.ingest.index.search import RowReader
+from cardrag.ingest.index.vectors import VECTORS, RowVectors
+from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+
+QUESTIONS = [
+    "tablet dose morning food stomach",
+    "insulin pen fridge travel luggage",
+    "missed dose double skip leaflet",
+    "kidney liver blood pressure heart",
+]
+
+
+@pytest.fixture(scope="module")
+def long_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twelve parents of about 6,000 characters (some twenty rows each, too long for a card
+    row), fake embeddings."""
+    from tests.conftest import FakeEmbeddings
+
+    store = tmp_path_factory.mktemp("long-parents")
+    cards = list(synthetic_cards(12, chars=6000))
+    build_index(cards, store, FakeEmbeddings(), CardSplitter(), progress=False).close()
+    return store
+
+
+def test_an_ingest_saves_every_child_rows_vector_and_the_index_opens_them(
+    long_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    index = open_index(long_index_dir, fake_embeddings)
+    assert index.vectors is not None
+    assert (index.path / VECTORS).is_dir()
+    rows = index.collections.children._collection.get(include=["embeddings"])
+    assert sorted(index.vectors.ids) == sorted(rows["ids"])  # every child row
+    assert len(index.vectors.ids) == index.manifest["children"]  # (no card row: too long)
+    stored = dict(zip(rows["ids"], rows["embeddings"], strict=True))
+    for row_id, vector in zip(index.vectors.ids[:5], index.vectors.matrix[:5], strict=True):
+        assert np.array_equal(vector, np.asarray(stored[row_id], dtype=np.float32))
+    assert isinstance(index.vectors.matrix, np.memmap)  # not read into memory whole
+
+
+def test_rows_are_read_back_a_page_at_a_time(
+    long_index_dir: Path, fake_embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collection = open_index(long_index_dir, fake_embeddings).collections.children._collection
+    whole = RowVectors.from_collection(collection)
+    monkeypatch.setattr(vectors_module, "READ_PAGE", 7)
+    paged = RowVectors.from_collection(collection)
+    assert paged.ids == whole.ids
+    assert np.array_equal(paged.matrix, whole.matrix)
+
+
+def test_a_saved_matrix_loads_back_and_a_folder_without_one_is_none(tmp_path: Path) -> None:
+    saved = RowVectors(["a::00", "b::00"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
+    saved.save(tmp_path / VECTORS)
+    loaded = RowVectors.load(tmp_path / VECTORS)
+    assert loaded is not None
+    assert (loaded.ids, loaded.matrix.tolist()) == (saved.ids, saved.matrix.tolist())
+    assert loaded.scores([0.0, 1.0], ["b::00", "c::00"]) == (["b::00"], [pytest.approx(0.8)])
+    assert RowVectors.load(tmp_path / "elsewhere") is None
+
+
+def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
+    long_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    index = open_index(long_index_dir, fake_embeddings)
+    saved, chroma = (
+        RowReader(index.collections, vectors=index.vectors),
+        RowReader(index.collections),
+    )
+    assert index.bm25 is not None
+    rows = index.bm25.rows_of([f"card-syn-{i:06d}" for i in range(0, 12, 2)])
+    assert len(rows) > 120
+    for question in QUESTIONS:
+        vector = fake_embeddings.embed_query(question)
+        best = saved.best_of(vector, rows, None)
+        assert [(h.child_id, h.score) for h in best] == [
+            (h.child_id, h.score) for h in chroma.best_of(vector, rows, None)
+        ]  # exactly: the same float32 values, the same cosine
+        assert len(best) == 6  # one per parent
+        every = chroma.by_ids(vector, rows, None, card_rows=False)
+        for hit in best:
+            assert hit.score == max(h.score for h in every if h.parent_id == hit.parent_id)
+
+
+def test_the_retriever_answers_exactly_as_without_them_and_drops_them_on_a_write(
+    long_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    from cardrag.ingest.settings import Settings
+
+    index = open_index(long_index_dir, fake_embeddings)
+    settings = Settings(min_similarity=-1.0)
+    fast = ScoredParentDocumentRetriever.from_index(index, settings)
+    slow = ScoredParentDocumentRetriever.from_index(index, settings, row_vectors=None)
+    assert fast.row_vectors is index.vectors
+    for question in QUESTIONS:
+        got, want = fast.invoke(question), slow.invoke(question)
+        assert [(d.id, d.metadata["score"], d.metadata["matched_child_id"]) for d in got] == [
+            (d.id, d.metadata["score"], d.metadata["matched_child_id"]) for d in want
+        ]
+    fast.delete([str(got[0].id)])  # the saved vectors describe the rows before the write
+    assert fast.row_vectors is None
