@@ -115,8 +115,8 @@ def build(
             manifest = make_manifest(splitter, len(cards), len(written), extra, bm25)
             vectors = None
             if isinstance(generations, LocalGenerations):  # before the manifest marks it done
-                vectors = RowVectors.from_collection(collections.children._collection)
-                vectors.save(generations.path(generation) / VECTORS)
+                folder = generations.path(generation) / VECTORS
+                vectors = RowVectors.write(collections.children._collection, folder)
             generations.complete(generation, manifest, bm25)
             if cache is not None:
                 keys = sorted({text_key(cache.model, c.page_content) for c in children})

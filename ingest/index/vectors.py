@@ -87,6 +87,37 @@ class RowVectors:
         matrix = np.concatenate(pages) if pages else np.zeros((0, 0), dtype=np.float32)
         return cls(ids, matrix)
 
+    @classmethod
+    def write(cls, collection: Any, folder: Path) -> RowVectors:
+        """Every row of a Chroma collection written into ``folder`` page by page; the result.
+
+        The file is filled a page at a time (``numpy.lib.format.open_memmap``), so an ingest
+        never holds every vector in memory at once (100,000 cards: some 750 MB of them).
+        """
+        folder.mkdir(parents=True, exist_ok=True)
+        total = collection.count()
+        ids: list[str] = []
+        matrix: Any = None
+        while len(ids) < total:
+            page = collection.get(include=["embeddings"], limit=READ_PAGE, offset=len(ids))
+            if not len(page["ids"]):
+                break
+            block = np.asarray(page["embeddings"], dtype=np.float32)
+            if matrix is None:
+                shape = (total, block.shape[1])
+                matrix = np.lib.format.open_memmap(folder / MATRIX, "w+", np.float32, shape)
+            matrix[len(ids) : len(ids) + len(block)] = block
+            ids += page["ids"]
+        if matrix is None:
+            np.save(folder / MATRIX, np.zeros((0, 0), dtype=np.float32))
+        else:
+            matrix.flush()
+            del matrix
+        (folder / IDS).write_text(json.dumps(ids), encoding="utf-8")
+        loaded = cls.load(folder)
+        assert loaded is not None  # just written
+        return loaded
+
     def save(self, folder: Path) -> None:
         """Write the matrix and the ids into ``folder``."""
         folder.mkdir(parents=True, exist_ok=True)

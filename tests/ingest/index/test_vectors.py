@@ -52,7 +52,10 @@ def test_an_ingest_saves_every_child_rows_vector_and_the_index_opens_them(
 
 
 def test_rows_are_read_back_a_page_at_a_time(
-    long_index_dir: Path, fake_embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+    long_index_dir: Path,
+    fake_embeddings: Embeddings,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     collection = open_index(long_index_dir, fake_embeddings).collections.children._collection
     whole = RowVectors.from_collection(collection)
@@ -60,6 +63,9 @@ def test_rows_are_read_back_a_page_at_a_time(
     paged = RowVectors.from_collection(collection)
     assert paged.ids == whole.ids
     assert np.array_equal(paged.matrix, whole.matrix)
+    written = RowVectors.write(collection, tmp_path / VECTORS)  # into the file, page by page
+    assert written.ids == whole.ids
+    assert np.array_equal(written.matrix, whole.matrix)
 
 
 def test_a_saved_matrix_loads_back_and_a_folder_without_one_is_none(tmp_path: Path) -> None:
