@@ -197,7 +197,7 @@ def serve(store: Path, rounds: int) -> dict[str, Any]:
         "hybrid": hybrid.invoke,
         "ours": ours.invoke,
     }
-    if (store / WINDOWS).is_dir():
+    if (built(store) or {}).get("chars") is not None:  # long parents: their windows too
         windows = open_index(store / WINDOWS, embeddings, MODEL)
         systems["sentence-window"] = ScoredParentDocumentRetriever.from_index(
             windows, settings(chunker="sentence_window")
