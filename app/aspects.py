@@ -129,6 +129,7 @@ def _matches(words: Iterable[str], stems: Iterable[str]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1024)
 def aspects_of(question: str, language: str) -> tuple[str, ...]:
     """The aspects a question asks about, in its language's words (English when not served).
 
@@ -167,17 +168,18 @@ def missing_aspects(asked: Iterable[str], card_text: str) -> tuple[str, ...]:
     )
 
 
-def parts_of(question: str) -> list[str]:
-    """The parts of a question that ask something of their own.
+@functools.lru_cache(maxsize=1024)
+def parts_of(question: str) -> tuple[str, ...]:
+    """The parts of a question that ask something of their own (cached: grading asks per card).
 
     Example:
         >>> parts_of("Do I take it with food, and is it safe while breastfeeding?")
-        ['Do I take it with food', 'is it safe while breastfeeding']
+        ('Do I take it with food', 'is it safe while breastfeeding')
         >>> parts_of("Is it safe in pregnancy, and why?")
-        ['Is it safe in pregnancy']
+        ('Is it safe in pregnancy',)
     """
     parts = (p.strip(" ,.") for p in _PART_BREAK.split(question))
-    return [p for p in parts if len(fold(p)) >= MIN_PART_WORDS]
+    return tuple(p for p in parts if len(fold(p)) >= MIN_PART_WORDS)
 
 
 def aspect_verdict(

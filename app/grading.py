@@ -363,8 +363,9 @@ class Grader:
         for doc in docs:
             card = MatchedCard.from_document(doc)
             same = language == card_language(doc)
-            vetoed = missing_medical(terms, vocabulary(f"{card.title}\n{card.text}"), same)
-            lacking, unanswered = aspect_verdict(question, language, f"{card.title}\n{card.text}")
+            titled = f"{card.title}\n{card.text}"
+            vetoed = missing_medical(terms, vocabulary(titled), same)
+            lacking, unanswered = aspect_verdict(question, language, titled)
             features: dict[str, float] = {}
             # a vetoed card fails whatever it scores: no feature (no sentence embedding) needed
             if not (vetoed or lacking) and self.calibrations is not None:

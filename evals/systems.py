@@ -102,7 +102,11 @@ def whole_card_splitter() -> CardSplitter:
 def index(
     cards: Sequence[Document], embeddings: Embeddings, splitter: CardSplitter, path: Path
 ) -> ScoredParentDocumentRetriever:
-    """Write cards through the retriever's ``add_documents`` into a Chroma folder."""
+    """Write cards through the retriever's ``add_documents`` into a Chroma folder.
+
+    The retriever returned carries the children's vectors (``row_vectors``), as an ingest's
+    index does.
+    """
     retriever = ScoredParentDocumentRetriever.over(
         open_collections(chroma_client(path), embeddings),
         docstore=InMemoryStore(),
@@ -116,6 +120,9 @@ def index(
         disable=None,
     ):
         retriever.add_documents(list(cards[start : start + 256]))
+    # the children's vectors, read back once as an ingest saves them (every configured
+    # retriever over this index shares them: ours reads what it reads in the app)
+    retriever.row_vectors = RowVectors.from_collection(retriever.collections.children._collection)
     return retriever
 
 
@@ -129,8 +136,8 @@ def configured(
     """A retriever over ``base``'s stores configured like the settings say.
 
     Ungated by default: ranking metrics score every question's ten best cards. ``gated``
-    keeps the settings' similarity gate, as the app runs it. The children's vectors are read
-    back as an ingest saves them beside the index, so ours reads what it reads in the app.
+    keeps the settings' similarity gate, as the app runs it. The children's vectors are
+    ``base``'s (:func:`index` reads them back once).
     """
     stores = Index(
         path=Path(),
@@ -138,7 +145,7 @@ def configured(
         docstore=base.docstore,
         manifest={},
         bm25=bm25,
-        vectors=RowVectors.from_collection(base.collections.children._collection),  # as ingest
+        vectors=base.row_vectors,
     )
     ungated = {} if gated else {"min_similarity": None}
     return ScoredParentDocumentRetriever.from_index(stores, settings, **ungated)

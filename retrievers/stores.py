@@ -32,7 +32,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cardrag.ingest.index.search import (
     ChildHit,
-    best_by_parent,
+    best_hits,
     cosine_similarities,
     nearest,
     orphans,
@@ -135,9 +135,7 @@ class StoreReader:
         self, vector: Sequence[float], row_ids: Sequence[str], where: StoreFilter | None
     ) -> list[ChildHit]:
         """Each parent's best child among the given rows (:meth:`by_ids`, one per parent)."""
-        found = self.by_ids(vector, row_ids, where, card_rows=False)
-        keep = best_by_parent((h.child_id, h.parent_id, h.score) for h in found)
-        return [h for h in found if h.child_id in keep]
+        return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
         """The hits as they are: a store's search returns text and metadata already."""

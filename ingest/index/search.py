@@ -141,9 +141,7 @@ class RowReader:
         hundred rows cost more as hits than as scores.
         """
         if self.vectors is None or self._plan(False, where) != [(self.collections.children, None)]:
-            hits = self.by_ids(vector, row_ids, where, card_rows=False)
-            keep = best_by_parent((h.child_id, h.parent_id, h.score) for h in hits)
-            return [h for h in hits if h.child_id in keep]
+            return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
         ids, scores = self.vectors.scores(vector, row_ids)
         best = best_by_parent(
             (i, i.rpartition("::")[0], s) for i, s in zip(ids, scores, strict=True)
@@ -265,6 +263,18 @@ def best_by_parent(rows: Iterable[tuple[str, str, float]]) -> dict[str, float]:
         if held is None or (-score, child) < (-held[1], held[0]):
             best[parent] = (child, score)
     return dict(best.values())
+
+
+def best_hits(hits: Sequence[ChildHit]) -> list[ChildHit]:
+    """Each parent's best hit (:func:`best_by_parent`), in the hits' order.
+
+    Example:
+        >>> [h.child_id for h in best_hits([ChildHit("a::00", "a", 0.5),
+        ...                                 ChildHit("a::01", "a", 0.9)])]
+        ['a::01']
+    """
+    keep = best_by_parent((h.child_id, h.parent_id, h.score) for h in hits)
+    return [h for h in hits if h.child_id in keep]
 
 
 def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
