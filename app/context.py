@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.app.glossary import Glossary, glossary_for
 from cardrag.app.grading import Grader, load_calibrations
 from cardrag.app.names import Names
 from cardrag.app.vectors import QuestionCache, Vectors
@@ -61,6 +62,17 @@ class Context:
             "those (retrieval, grading, answer); None reads questions as written."
         },
     )
+    glossary: Glossary | None = field(
+        default=None,
+        metadata={
+            "description": "A question in another language than the cards gets the English of "
+            "its medication words appended (retrieval, grading, answer); None glosses nothing."
+        },
+    )
+
+    def read(self, question: str) -> str:
+        """The question as the nodes read it: :func:`read_as` with this context's parts."""
+        return read_as(question, self.names, self.glossary)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
@@ -86,6 +98,7 @@ class Context:
             "answerer": ExtractiveAnswerer(embeddings, vectors=vectors),
             "grader": grader_for(settings, vectors),
             "names": names_of(retriever, index.manifest.get("aliases")),
+            "glossary": glossary_of(retriever),
         }
         values.update(overrides)
         return cls(**values)
@@ -139,6 +152,26 @@ def names_of(retriever: BaseRetriever, aliases: dict[str, str] | None = None) ->
     if bm25 is None or bm25.model is None:
         return None
     return Names.of_words(bm25.model.vocab_dict, aliases)
+
+
+def glossary_of(retriever: BaseRetriever) -> Glossary | None:
+    """The glossary for the retriever's cards, by the languages its BM25 index found in them."""
+    bm25 = getattr(retriever, "bm25", None)
+    return glossary_for(bm25.languages) if bm25 is not None else None
+
+
+def read_as(question: str, names: Names | None, glossary: Glossary | None) -> str:
+    """The question in the cards' words: medicine names resolved, then glossed.
+
+    Example:
+        >>> from cardrag.app.glossary import Glossary
+        >>> names = Names.of_words(["diuretics"], {"water tablet": "diuretics"})
+        >>> glossary = Glossary.of({"night": {"pt": ["noite"]}})
+        >>> read_as("Posso tomar water tablets à noite?", names, glossary)
+        'Posso tomar diuretics à noite? (en: night)'
+    """
+    read = names.rewrite(question) if names is not None else question
+    return glossary.gloss(read) if glossary is not None else read
 
 
 def grader_for(settings: Settings, vectors: Vectors) -> Grader | None:

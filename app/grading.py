@@ -40,6 +40,7 @@ from langchain_core.documents import Document
 
 from cardrag.app.aspects import aspect_verdict
 from cardrag.app.extractive import split_sentences
+from cardrag.app.glossary import gloss_of, unglossed
 from cardrag.app.terms import (
     aspect_coverage,
     coverage,
@@ -66,6 +67,7 @@ FEATURES = {
     ACROSS_LANGUAGES: (
         "score",
         "sentence",
+        "coverage",
         "soft_missing",
         "mean_sentence",
         "masked_sentence",
@@ -189,7 +191,9 @@ def card_features(
     features = {
         "score": score,
         "sentence": max(sentences, default=0.0),
-        "coverage": coverage(question, vocab, card_lang) if same else 0.0,
+        "coverage": (
+            coverage(question, vocab, card_lang) if same else gloss_coverage(question, vocab)
+        ),
         "same_language": float(same),
         "soft_missing": float(len(missing) > len(hard)),
         "aspect": aspect_coverage(question, terms, vocab, card_lang) if same else 0.0,
@@ -199,6 +203,16 @@ def card_features(
     features["masked_sentence"] = max(masked, default=0.0)
     features["masked_mean_sentence"] = sum(masked) / len(masked) if masked else 0.0
     return features, hard
+
+
+def gloss_coverage(question: str, vocab: frozenset[str]) -> float:
+    """Across languages, :func:`coverage` of the question's English gloss (0: it has none).
+
+    The card's own words are compared with the English of the question's medication words
+    (:mod:`cardrag.app.glossary`), where comparing the question's words would be meaningless.
+    """
+    gloss = gloss_of(question)
+    return coverage(gloss, vocab, "en") if gloss else 0.0
 
 
 def sentence_similarities(vectors: Vectors, question_vector: list[float], text: str) -> list[float]:
@@ -356,8 +370,9 @@ class Grader:
 
     def __call__(self, question: str, docs: Sequence[Document]) -> list[Grade]:
         """One :class:`Grade` per retrieved card, in the retriever's order."""
-        terms = salient_terms(question)
-        language = question_language(question)
+        own = unglossed(question)  # its language, terms and aspects: the patient's words
+        terms = salient_terms(own)
+        language = question_language(own)
         qv = self.vectors.question(question) if self.calibrations is not None else []
         grades = []
         for doc in docs:
@@ -365,7 +380,7 @@ class Grader:
             same = language == card_language(doc)
             titled = f"{card.title}\n{card.text}"
             vetoed = missing_medical(terms, vocabulary(titled), same)
-            lacking, unanswered = aspect_verdict(question, language, titled)
+            lacking, unanswered = aspect_verdict(own, language, titled)
             features: dict[str, float] = {}
             # a vetoed card fails whatever it scores: no feature (no sentence embedding) needed
             if not (vetoed or lacking) and self.calibrations is not None:

@@ -36,6 +36,7 @@ from cardrag.app.citations import (
 from cardrag.app.citations import verify_citations as check_citations
 from cardrag.app.context import Context, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer, split_sentences
+from cardrag.app.glossary import unglossed
 from cardrag.app.grading import refusal_reason
 from cardrag.app.names import WORD, Names
 from cardrag.app.prompts import (
@@ -85,7 +86,7 @@ def check_question(question: str) -> str:
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Fetch up to k scored cards (the retriever applies its own similarity gate)."""
     ctx = runtime.context
-    query = ctx.names.rewrite(state["question"]) if ctx.names is not None else state["question"]
+    query = ctx.read(state["question"])
     if query != state["question"]:
         logger.info("read as %r", query)
     docs = ctx.retriever.invoke(query, k=ctx.k)
@@ -124,7 +125,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         answerer = ctx.answerer or ExtractiveAnswerer(_embeddings_of(ctx))
         return {"draft": answerer(_query(state), docs, ctx.prompt_budget)}
     model = resolve_chat_model(ctx.chat_model)
-    return {"draft": ask_chat_model(model, _query(state), docs, ctx.prompt_budget)}
+    return {"draft": ask_chat_model(model, unglossed(_query(state)), docs, ctx.prompt_budget)}
 
 
 def verify_citations(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -176,7 +177,7 @@ def refuse(state: State) -> dict[str, Any]:
 
 
 def _query(state: State) -> str:
-    """The question as the nodes read it (names resolved), else as asked."""
+    """The question as the nodes read it (names resolved, glossed), else as asked."""
     return state.get("query") or state["question"]
 
 

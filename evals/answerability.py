@@ -41,6 +41,7 @@ from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
 from cardrag.app.aspects import aspect_verdict
+from cardrag.app.glossary import unglossed
 from cardrag.app.grading import (
     ACROSS_LANGUAGES,
     CALIBRATION_FILE,
@@ -51,7 +52,6 @@ from cardrag.app.grading import (
     card_language,
     pair_features,
 )
-from cardrag.app.names import Names
 from cardrag.app.terms import LANGUAGES, question_language, salient_terms
 from cardrag.app.vectors import Vectors
 from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load_uncovered
@@ -183,13 +183,14 @@ def featurise(
     embeddings: Embeddings,
     k: int,
     cross_encoder: OnnxCrossEncoder | None = None,
-    names: Names | None = None,
+    read: Callable[[str], str] | None = None,
 ) -> list[Scored]:
     """Retrieve (gate off) and compute every retrieved card's grading features.
 
-    The question is read as the app reads it (``names``: brand names and the cards' aliases
-    in the cards' words), and a card is vetoed as grading vetoes it: a medical term or an
-    aspect of the question it never mentions (:mod:`cardrag.app.aspects`, listed as
+    The question is read as the app reads it (``read``, :meth:`cardrag.app.context.Context.read`:
+    brand names and the cards' aliases in the cards' words, another language glossed), and a
+    card is vetoed as grading vetoes it: a medical term or an aspect of the question it never
+    mentions (:mod:`cardrag.app.aspects`, listed as
     ``aspect: ...``), so the thresholds are chosen over the cards grading really scores.
 
     Besides grading's own (:func:`cardrag.app.grading.pair_features`), two signals the report
@@ -201,10 +202,11 @@ def featurise(
     rows = index_rows(retriever)
     out = []
     for q in tqdm(qs, desc="grading features", unit="q", leave=False, disable=None):
-        text = names.rewrite(q.text) if names is not None else q.text
+        text = read(q.text) if read is not None else q.text
+        own = unglossed(text)
         docs: list[Document] = retriever.invoke(text, k=k, min_similarity=None)
-        terms = salient_terms(text)
-        lang = question_language(text)
+        terms = salient_terms(own)
+        lang = question_language(own)
         qv = vectors.question(text)
         similarities = rows @ np.asarray(qv)
         logits = [math.nan] * len(docs)
@@ -215,7 +217,7 @@ def featurise(
             card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
             feats, missing = pair_features(vectors, text, qv, terms, lang, card, score)
-            lacking, _ = aspect_verdict(text, lang, f"{card[0]}\n{card[1]}")
+            lacking, _ = aspect_verdict(own, lang, f"{card[0]}\n{card[1]}")
             missing = (*missing, *(f"aspect: {a}" for a in lacking))
             feats["normalised_score"] = normalised_score(score, similarities)
             feats["cross_encoder"] = logit
@@ -491,13 +493,13 @@ def calibrate(
     embeddings: Embeddings,
     model: str,
     k: int,
-    names: Names | None = None,
+    read: Callable[[str], str] | None = None,
 ) -> tuple[Calibrations, dict[str, Any]]:
     """Fit on the tuning part, thresholds on the tuning part, figures on the held-out part.
 
-    ``names``: how the app reads the questions' medicine names (see :func:`featurise`).
+    ``read``: how the app reads a question (see :func:`featurise`).
     """
-    scored = featurise(qs, retriever, embeddings, k, names=names)
+    scored = featurise(qs, retriever, embeddings, k, read=read)
     tuning, held_out = parts(scored)
     fitted = {}
     for relation, features in FEATURES.items():
@@ -547,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     """Fit, report and (with ``--write``) store the calibration for the configured model."""
     import tempfile
 
-    from cardrag.app.context import names_of
+    from cardrag.app.context import glossary_of, names_of, read_as
     from cardrag.evals.systems import build, cached
     from cardrag.ingest.cards import card_aliases, load_cards
     from cardrag.ingest.embeddings import load_embeddings
@@ -565,8 +567,14 @@ def main(argv: list[str] | None = None) -> int:
         shipped = load_cards(settings.cards_dir)
         retriever = build([c.to_document() for c in shipped], embeddings, settings, Path(tmp))
         names = names_of(retriever, card_aliases(shipped))
+        glossary = glossary_of(retriever)
         calibrations, report = calibrate(
-            questions(), retriever, embeddings, settings.embedding_model, settings.k, names
+            questions(),
+            retriever,
+            embeddings,
+            settings.embedding_model,
+            settings.k,
+            lambda text: read_as(text, names, glossary),
         )
     print(json.dumps(report, indent=2))
     if args.write:

@@ -26,7 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from cardrag.app.context import Context, grader_for, names_of
+from cardrag.app.context import Context, glossary_of, grader_for, names_of
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.graph import answer
 from cardrag.app.prompts import GATE_REASON
@@ -118,6 +118,7 @@ def offline_context(
         answerer=answerer,
         grader=grader_for(settings, answerer.vectors),
         names=names_of(retriever, card_aliases(c for c in cards if isinstance(c, Card))),
+        glossary=glossary_of(retriever),
     )
 
 
@@ -207,7 +208,7 @@ def answerability(ctx: Context, embeddings: Embeddings, threads: int = 1) -> dic
             from cardrag.retrievers.rerank import load_cross_encoder
 
             cross_encoder = load_cross_encoder(threads)
-        scored = featurise(qs, ctx.retriever, embeddings, ctx.k, cross_encoder, ctx.names)
+        scored = featurise(qs, ctx.retriever, embeddings, ctx.k, cross_encoder, ctx.read)
         tuning, held_out = parts(scored)
         figures = grade_figures(held_out, calibration, tuning)
         out["held_out_auroc"] = figures["auroc"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from langchain_core.embeddings import Embeddings
 
 from cardrag.app.context import Context
 from cardrag.app.graph import answer
+from cardrag.app.prompts import GATE_REASON
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.settings import Settings
@@ -20,6 +23,7 @@ PICKED = [
     "card-alcohol-interactions",
     "card-iron-tablets",
     "card-staff-escalation-protocol",
+    "card-crushing-tablets",
 ]
 
 
@@ -34,7 +38,7 @@ def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card])
         True,
         True,
     )
-    assert index.manifest["children"] == (6 + 5 + 4 + 6 + 3) + 5  # children + one card row each
+    assert index.manifest["children"] == (6 + 5 + 4 + 6 + 3 + 5) + 6  # children + a card row each
     return Context.from_settings(settings)
 
 
@@ -59,6 +63,27 @@ def test_questions_in_our_users_languages_cite_the_right_card(
     assert reply.refused is False
     assert reply.retrieved[0].id == card
     assert [c.id for c in reply.citations][:1] == [card]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "¿Puedo triturar una pastilla de liberación prolongada?",
+        "Posso frantumare una compressa a rilascio modificato?",
+    ],
+)
+def test_a_question_under_the_gate_as_asked_is_answered_once_glossed(
+    context: Context, question: str
+) -> None:
+    assert context.glossary is not None  # English cards: Portuguese, Spanish, Italian glossed
+    as_asked = answer(question, replace(context, glossary=None))
+    assert (as_asked.refused, as_asked.refusal_reason) == (True, GATE_REASON)
+    reply = answer(question, context)
+    assert reply.question == question  # the reply keeps the patient's words
+    assert (reply.refused, [c.id for c in reply.citations][:1]) == (
+        False,
+        ["card-crushing-tablets"],
+    )
 
 
 def test_off_topic_is_refused_and_restricted_never_retrieved(context: Context) -> None:
@@ -120,6 +145,7 @@ def test_retrieval_and_grading_embed_a_question_once(context: Context) -> None:
         cache.model = real
     assert asked == [
         "How long does insulin keep outside the fridge?",
-        "A levothyroxine pode ser tomada com café?",  # the card's alias, read as its word
-        "A  pode ser tomada com café?",
+        # the card's alias, read as its word, and glossed
+        "A levothyroxine pode ser tomada com café? (en: coffee)",
+        "A  pode ser tomada com café? (en: coffee)",
     ]
