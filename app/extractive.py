@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from cardrag.app.aspects import aspects_of, missing_aspects
 from cardrag.app.citations import neutralise
+from cardrag.app.glossary import unglossed
 from cardrag.app.reply import Draft
-from cardrag.app.terms import medical, mentions, salient_terms, vocabulary
+from cardrag.app.terms import medical, mentions, question_language, salient_terms, vocabulary
 from cardrag.app.vectors import Vectors, dot
 from cardrag.retrievers.matched import MatchedCard
 
@@ -51,7 +53,10 @@ class ExtractiveAnswerer:
 
         The retriever's ranking decides which card leads (it fuses more evidence than one
         sentence's similarity); another card is quoted only when one of its sentences is closer
-        to the question than the lead card's best. The rule uses no threshold, so it behaves
+        to the question than the lead card's best. A question about an aspect (children,
+        pregnancy, the kidneys: :mod:`cardrag.app.aspects`) is answered with a sentence that
+        mentions it, where the card has one, before a closer sentence that does not
+        (:func:`addressing`). The rule uses no threshold, so it behaves
         the same on every model's similarity scale. Several cards' sentences are grouped under
         their titles (:func:`by_card`).
         """
@@ -70,12 +75,20 @@ class ExtractiveAnswerer:
         q = self.vectors.question(question)
         vectors = self.vectors.sentences([c[3] for c in candidates])
         scores = [dot(q, v) for v in vectors]
+        addresses = addressing(question, [c[3] for c in candidates])
         lead_rank = min(c[0] for c in candidates)
         lead = max(
-            (i for i, c in enumerate(candidates) if c[0] == lead_rank), key=lambda i: scores[i]
+            (i for i, c in enumerate(candidates) if c[0] == lead_rank),
+            key=lambda i: (addresses[i], scores[i]),
         )
         better = sorted(
-            (i for i, c in enumerate(candidates) if c[0] != lead_rank and scores[i] > scores[lead]),
+            (
+                i
+                for i, c in enumerate(candidates)
+                if c[0] != lead_rank
+                and scores[i] > scores[lead]
+                and addresses[i] >= addresses[lead]
+            ),
             key=lambda i: -scores[i],
         )
         chosen = sorted([lead, *better][: self.max_sentences], key=lambda i: candidates[i][:2])
@@ -84,6 +97,25 @@ class ExtractiveAnswerer:
             quoted.setdefault(candidates[i][2], []).append(candidates[i][3])
         titles = {str(d.id): MatchedCard.from_document(d).title for d in docs}
         return Draft(answer=by_card(quoted, titles), citations=list(quoted))
+
+
+def addressing(question: str, sentences: Sequence[str]) -> list[bool]:
+    """Per sentence, whether it mentions what the question asks about (all True: no aspect).
+
+    "Can I give my child half a paracetamol tablet?" asks about children: "Paracetamol eases
+    pain and fever." is close to the question, "For children, the dose depends on weight."
+    answers it.
+
+    Example:
+        >>> addressing("Can I give my child paracetamol?",
+        ...            ["Paracetamol eases pain.", "For children, ask about the dose."])
+        [False, True]
+        >>> addressing("Can I take it with food?", ["Take it with food."])
+        [True]
+    """
+    own = unglossed(question)
+    asked = aspects_of(own, question_language(own))
+    return [not missing_aspects(asked, sentence) for sentence in sentences]
 
 
 def by_card(quoted: dict[str, list[str]], titles: dict[str, str]) -> str:

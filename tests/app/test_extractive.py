@@ -74,3 +74,24 @@ def test_sentences_of_two_cards_stand_under_their_titles() -> None:
     assert draft.citations == ["card-iron-tablets", "card-ibuprofen-stomach"]
     checked = verify_citations(draft.answer, draft.citations, [lead.id, other.id])
     assert checked.answer == draft.answer  # verification keeps the layout
+
+
+def test_a_question_about_an_aspect_is_answered_with_the_sentence_that_mentions_it() -> None:
+    card = Document(
+        id="card-paracetamol",
+        page_content=(
+            "Paracetamol eases pain and fever in adults. "
+            "Children need a smaller dose worked out from their weight."
+        ),
+        metadata={"title": "Paracetamol", "score": 0.9},
+    )
+    answerer = ExtractiveAnswerer(FakeEmbeddings(), max_sentences=1)
+    # the words of the first sentence are closer; the second is the one about children
+    question = "paracetamol for pain and fever in my child"
+    assert answerer(question, [card], 600).answer == (
+        "Children need a smaller dose worked out from their weight. [cite:card-paracetamol]"
+    )
+    # no aspect asked: the closest sentence, as before
+    assert answerer("paracetamol for pain and fever", [card], 600).answer == (
+        "Paracetamol eases pain and fever in adults. [cite:card-paracetamol]"
+    )

@@ -246,3 +246,4 @@ def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refus
     elif reason is None:
         assert reply.citations[0].id == "card-paracetamol-limits"
         assert reply.not_covered == []
+        assert "child" in reply.answer.lower()  # the card's sentence about children is quoted
