@@ -168,6 +168,46 @@ def missing_aspects(asked: Iterable[str], card_text: str) -> tuple[str, ...]:
     )
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+BROAD_WORDS: dict[str, frozenset[str]] = {
+    "en": _words("know need tell information info about for what should"),
+    "pt": _words("saber preciso devo sobre serve informacao informacoes fale diga que"),
+    "es": _words("saber debo necesito sobre sirve informacion dime hablame cuentame que"),
+    "it": _words(
+        "sapere devo bisogno serve informazioni dimmi parlami cosa che su sul sulla sui sugli "
+        "sulle del della dello dei degli delle"
+    ),
+}
+"""The words of a broad question in each language ("What should I know about warfarin?",
+"Cosa devo sapere sulla metformina?", "¿Para qué sirve la levotiroxina?"), folded."""
+
+
+def asks_broadly(question: str, language: str, names: Iterable[str]) -> bool:
+    """Whether a question asks about the medicines it names as a whole, nothing in particular.
+
+    Its words, less the ``names`` (grading's salient terms), stop words and the language's
+    :data:`BROAD_WORDS`, are none. A card whose title names those medicines is about exactly
+    what such a question asks.
+
+    Example:
+        >>> asks_broadly("Cosa devo sapere sulla metformina?", "it", ["metformina"])
+        True
+        >>> asks_broadly("La metformina fa dimagrire?", "it", ["metformina"])
+        False
+    """
+    from cardrag.app.terms import stop_words
+
+    named = {w for n in names for w in fold(n)}
+    if not named:
+        return False
+    broad = BROAD_WORDS.get(language, BROAD_WORDS["en"])
+    stops = {w for s in stop_words() for w in fold(s)}
+    return all(w in named or w in stops or w in broad for w in fold(question))
+
+
 @functools.lru_cache(maxsize=1024)
 def parts_of(question: str) -> tuple[str, ...]:
     """The parts of a question that ask something of their own (cached: grading asks per card).

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from cardrag.app.aspects import aspect_verdict
+from cardrag.app.aspects import asks_broadly, aspect_verdict
 from cardrag.app.extractive import split_sentences
 from cardrag.app.glossary import gloss_of, unglossed
 from cardrag.app.terms import (
@@ -299,20 +299,25 @@ def grade_card(
     same_language: bool,
     lacking: tuple[str, ...] = (),
     unanswered: tuple[str, ...] = (),
+    about: bool = False,
 ) -> Grade:
     """A card fails when it lacks a medical term or an aspect of the question, or scores low.
 
     ``lacking`` holds the question's aspects the card never mentions; ``unanswered`` those of a
     part it does not answer while it answers another (kept on the grade). The threshold is that
-    of the calibration for the pair's languages. A vetoed card, or any card without
-    calibrations, needs no ``features``.
+    of the calibration for the pair's languages. ``about``: the question asks broadly about
+    the medicines it names and the card's title names them
+    (:func:`cardrag.app.aspects.asks_broadly`), so the card answers whatever it scores ("Cosa
+    devo sapere sulla metformina?" and the metformin card: across languages such a question
+    has nothing but the name to compare). A vetoed card, or any card without calibrations,
+    needs no ``features``.
     """
     if missing or lacking:
         return Grade(card_id, False, None, missing, same_language, lacking)
     if calibrations is None:
         return Grade(card_id, True, None, (), same_language, (), unanswered)
     margin = calibrations.of(same_language).margin(features)
-    return Grade(card_id, margin >= 0, margin, (), same_language, (), unanswered)
+    return Grade(card_id, margin >= 0 or about, margin, (), same_language, (), unanswered)
 
 
 def refusal_reason(
@@ -373,6 +378,7 @@ class Grader:
         own = unglossed(question)  # its language, terms and aspects: the patient's words
         terms = salient_terms(own)
         language = question_language(own)
+        broad = asks_broadly(own, language, terms)
         qv = self.vectors.question(question) if self.calibrations is not None else []
         grades = []
         for doc in docs:
@@ -381,6 +387,7 @@ class Grader:
             titled = f"{card.title}\n{card.text}"
             vetoed = missing_medical(terms, vocabulary(titled), same)
             lacking, unanswered = aspect_verdict(own, language, titled)
+            about = broad and all(mentions(t, vocabulary(card.title)) for t in terms)
             features: dict[str, float] = {}
             # a vetoed card fails whatever it scores: no feature (no sentence embedding) needed
             if not (vetoed or lacking) and self.calibrations is not None:
@@ -402,6 +409,7 @@ class Grader:
                     same_language=same,
                     lacking=lacking,
                     unanswered=unanswered,
+                    about=about,
                 )
             )
         return grades

@@ -24,6 +24,7 @@ PICKED = [
     "card-iron-tablets",
     "card-staff-escalation-protocol",
     "card-crushing-tablets",
+    "card-metformin-with-meals",
 ]
 
 
@@ -38,7 +39,7 @@ def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card])
         True,
         True,
     )
-    assert index.manifest["children"] == (6 + 5 + 4 + 6 + 3 + 5) + 6  # children + a card row each
+    assert index.manifest["children"] == (6 + 5 + 4 + 6 + 3 + 5 + 6) + 7  # + a card row each
     return Context.from_settings(settings)
 
 
@@ -84,6 +85,28 @@ def test_a_question_under_the_gate_as_asked_is_answered_once_glossed(
         False,
         ["card-crushing-tablets"],
     )
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Che cosa devo sapere sulla metformina?", "¿Qué necesito saber sobre la metformina?"],
+)
+def test_a_broad_question_is_answered_by_the_card_about_its_medicine(
+    context: Context, question: str
+) -> None:
+    reply = answer(question, context)
+    assert (reply.refused, [c.id for c in reply.citations][:1]) == (
+        False,
+        ["card-metformin-with-meals"],
+    )
+    # across languages the calibration alone refuses it (margin about -1.9 on AMD EPYC):
+    # nothing but the medicine's name can be compared; the card's title names it
+    assert context.grader is not None
+    read = context.read(question)
+    grade = context.grader(read, context.retriever.invoke(read))[0]
+    assert grade.answerable is True
+    assert grade.answerability is not None
+    assert grade.answerability < 0
 
 
 def test_off_topic_is_refused_and_restricted_never_retrieved(context: Context) -> None:

@@ -69,6 +69,36 @@ def test_a_card_in_another_language_is_graded_by_the_across_languages_calibratio
     )
 
 
+def test_a_card_about_what_a_broad_question_names_answers_whatever_it_scores() -> None:
+    across = {**dict.fromkeys(EVERY_FEATURE, 1.0), "score": 0.6, "same_language": 0.0}
+    assert grade_card(across, (), "card-m", CALIBRATION, same_language=False, about=True) == (
+        Grade("card-m", True, -1.0, (), same_language=False)  # the margin is kept, and shown
+    )
+    # a missing medicine still vetoes it
+    assert grade_card(across, ("x",), "card-m", CALIBRATION, same_language=False, about=True) == (
+        Grade("card-m", False, None, ("x",), same_language=False)
+    )
+
+
+def test_the_grader_reads_a_broad_question_as_about_the_card_its_title_names() -> None:
+    metformin = Document(
+        id="card-metformin",
+        page_content="Take it with meals to settle the stomach.",
+        metadata={"title": "Metformin: taking it with meals", "score": 0.2, "language": "en"},
+    )
+    other = Document(
+        id="card-iron",
+        page_content="Metformin and iron can be taken on the same day.",
+        metadata={"title": "Iron tablets", "score": 0.2, "language": "en"},
+    )
+    strict = Calibrations(_score_alone(SAME_LANGUAGE, 9.0), _score_alone(ACROSS_LANGUAGES, 9.0))
+    grader = Grader(Vectors(FakeEmbeddings()), strict)  # no score passes its thresholds
+    broad = grader("Cosa devo sapere sulla metformina?", [metformin, other])
+    assert [g.answerable for g in broad] == [True, False]  # the title names it; the text only
+    narrow = grader("La metformina fa venire sonno?", [metformin, other])
+    assert [g.answerable for g in narrow] == [False, False]
+
+
 def test_the_refusal_says_what_no_card_mentions_or_which_card_falls_short() -> None:
     titles = {"a": "Warfarin", "b": "Statins"}
     both = [Grade("a", False, None, ("apixaban",)), Grade("b", False, None, ("apixaban",))]
