@@ -116,7 +116,12 @@ def build(
             vectors = None
             if isinstance(generations, LocalGenerations):  # before the manifest marks it done
                 folder = generations.path(generation) / VECTORS
-                vectors = RowVectors.write(collections.children._collection, folder)
+                cards = collections.cards
+                vectors = RowVectors.write_index(
+                    collections.children._collection,
+                    cards._collection if cards is not None else None,
+                    folder,
+                )
             generations.complete(generation, manifest, bm25)
             if cache is not None:
                 keys = sorted({text_key(cache.model, c.page_content) for c in children})

@@ -116,12 +116,9 @@ class RowReader:
             return []
         hits: list[ChildHit] = []
         for store, plan_filter in self._plan(card_rows, where):
-            if (
-                self.vectors is not None
-                and store is self.collections.children
-                and not (plan_filter or card_rows)
-            ):
-                ids, scores = self.vectors.scores(vector, row_ids)
+            saved = self._saved(store, plan_filter)
+            if saved is not None:
+                ids, scores = saved.scores(vector, row_ids)
             else:
                 rows = store._collection.get(
                     ids=list(row_ids), where=plan_filter, include=["embeddings"]
@@ -212,6 +209,14 @@ class RowReader:
         if skipped:
             orphans(skipped, self.id_key, store._collection.name)
         return out
+
+    def _saved(self, store: Chroma, plan_filter: Where | None) -> RowVectors | None:
+        """The saved vectors that hold every row of ``store`` read unfiltered (None: ask Chroma)."""
+        if self.vectors is None or plan_filter:
+            return None
+        if store is self.collections.children:
+            return self.vectors
+        return self.vectors.cards if store is self.collections.cards else None
 
     def _plan(self, card_rows: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:
         return self.collections.plan(

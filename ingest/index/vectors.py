@@ -35,6 +35,8 @@ MATRIX, IDS = "vectors.npy", "ids.json"
 """The two files of a saved :class:`RowVectors`."""
 VECTORS = "vectors"
 """The folder of a generation that holds its children's vectors."""
+CARDS = "cards"
+"""The subfolder of :data:`VECTORS` that holds the whole-card rows' vectors."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class RowVectors:
     """Row id of every vector, in the matrix's order."""
     matrix: Any
     """``len(ids)`` x dimensions, float32 (memory-mapped once loaded)."""
+    cards: RowVectors | None = None
+    """The whole-card rows' vectors (the ``cards`` collection), saved beside the children's in
+    :data:`CARDS`; None for a generation written before they were (read from Chroma)."""
 
     @functools.cached_property
     def _row(self) -> dict[str, int]:
@@ -125,9 +130,27 @@ class RowVectors:
         (folder / IDS).write_text(json.dumps(self.ids), encoding="utf-8")
 
     @classmethod
+    def write_index(cls, children: Any, cards: Any, folder: Path) -> RowVectors:
+        """The children's vectors and, in :data:`CARDS` beside them, the card rows'; the result.
+
+        Whole-card rows are scored by id as children are: is a candidate's card row there, and
+        how close is it (:func:`cardrag.retrievers.candidates.card_rows_of`)?
+        """
+        if cards is not None:  # None: the card rows share the children's collection
+            cls.write(cards, folder / CARDS)
+        cls.write(children, folder)
+        loaded = cls.load(folder)
+        assert loaded is not None  # just written
+        return loaded
+
+    @classmethod
     def load(cls, folder: Path) -> RowVectors | None:
-        """The vectors :meth:`save` wrote (memory-mapped), or None when the folder has none."""
+        """The vectors :meth:`save` wrote (memory-mapped), or None when the folder has none.
+
+        With the card rows' (:attr:`cards`) when :meth:`write_index` saved them too.
+        """
         if not (folder / MATRIX).is_file() or not (folder / IDS).is_file():
             return None
         ids = json.loads((folder / IDS).read_text(encoding="utf-8"))
-        return cls(ids, np.load(folder / MATRIX, mmap_mode="r"))
+        cards = cls.load(folder / CARDS) if (folder / CARDS).is_dir() else None
+        return cls(ids, np.load(folder / MATRIX, mmap_mode="r"), cards)

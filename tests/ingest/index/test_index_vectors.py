@@ -118,3 +118,79 @@ def test_the_retriever_answers_exactly_as_without_them_and_drops_them_on_a_write
         ]
     fast.delete([str(got[0].id)])  # the saved vectors describe the rows before the write
     assert fast.row_vectors is None
+
+
+@pytest.fixture(scope="module")
+def mixed_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Ten card-like parents (each with a whole-card row) and two too long for one."""
+    from tests.conftest import FakeEmbeddings
+
+    store = tmp_path_factory.mktemp("mixed-parents")
+    short = list(synthetic_cards(10))
+    long = [
+        c.model_copy(update={"id": f"card-long-{i}"})
+        for i, c in enumerate(synthetic_cards(2, seed=1, chars=6000))
+    ]
+    splitter = CardSplitter(card_rows=True)
+    build_index([*short, *long], store, FakeEmbeddings(), splitter, progress=False).close()
+    return store
+
+
+def test_whole_card_rows_are_saved_too_and_score_as_chroma_scores_them(
+    mixed_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    index = open_index(mixed_index_dir, fake_embeddings)
+    assert index.vectors is not None
+    assert index.vectors.cards is not None
+    assert index.collections.cards is not None
+    in_chroma = index.collections.cards._collection.get()["ids"]
+    assert sorted(index.vectors.cards.ids) == sorted(in_chroma)
+    assert len(in_chroma) == 10  # the two long parents have none
+    saved, chroma = (
+        RowReader(index.collections, vectors=index.vectors),
+        RowReader(index.collections),
+    )
+    asked = [f"card-syn-{i:06d}::card" for i in range(0, 10, 3)] + ["card-long-0::card"]
+    for question in QUESTIONS:
+        vector = fake_embeddings.embed_query(question)
+        got = saved.by_ids(vector, asked, None, card_rows=True)
+        assert [(h.child_id, h.score) for h in got] == [
+            (h.child_id, h.score) for h in chroma.by_ids(vector, asked, None, card_rows=True)
+        ]
+        assert {h.parent_id for h in got} == {f"card-syn-{i:06d}" for i in range(0, 10, 3)}
+
+
+def test_a_generation_saved_before_card_rows_were_reads_them_from_chroma(
+    mixed_index_dir: Path, fake_embeddings: Embeddings, tmp_path: Path
+) -> None:
+    index = open_index(mixed_index_dir, fake_embeddings)
+    assert index.vectors is not None
+    old = tmp_path / VECTORS
+    RowVectors(index.vectors.ids, np.asarray(index.vectors.matrix)).save(old)  # no cards/
+    loaded = RowVectors.load(old)
+    assert loaded is not None
+    assert loaded.cards is None
+    reader = RowReader(index.collections, vectors=loaded)
+    vector = fake_embeddings.embed_query(QUESTIONS[0])
+    got = reader.by_ids(vector, ["card-syn-000001::card"], None, card_rows=True)
+    assert [h.parent_id for h in got] == ["card-syn-000001"]  # from Chroma, not "no row"
+
+
+def test_with_card_rows_the_retriever_answers_exactly_as_without_saved_vectors(
+    mixed_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    from cardrag.ingest.settings import Settings
+
+    index = open_index(mixed_index_dir, fake_embeddings)
+    settings = Settings(min_similarity=-1.0, card_rows=True)
+    fast = ScoredParentDocumentRetriever.from_index(index, settings)
+    slow = ScoredParentDocumentRetriever.from_index(index, settings, row_vectors=None)
+    for question in QUESTIONS:
+        got, want = fast.invoke(question, k=6), slow.invoke(question, k=6)
+        assert [
+            (d.id, d.metadata["score"], d.metadata["fused_score"], d.metadata["matched_child_id"])
+            for d in got
+        ] == [
+            (d.id, d.metadata["score"], d.metadata["fused_score"], d.metadata["matched_child_id"])
+            for d in want
+        ]
