@@ -67,11 +67,31 @@ def cmd_retrieve(settings: Settings, question: str, k: int | None, *, staff: boo
     if not docs:
         print("no card passes the similarity gate")
     for rank, doc in enumerate(docs, 1):
-        card = retrieved_card(doc)
-        passage = " ".join(card.matched_passage.split())
-        print(f"{rank}. {doc.id}  score={card.score:.3f}  {card.title}")
-        print(f"   matched {card.matched_child_id} {span(card)}: {passage[:160]}")
+        print("\n".join(card_lines(retrieved_card(doc, rank), indent="")))
     return 0
+
+
+def card_lines(card: RetrievedCard, indent: str = "  ") -> list[str]:
+    """A retrieved card for a terminal: its rank, the score that ordered it, its similarity.
+
+    Cards are listed in the order of the fused score, so that is the score beside the rank;
+    the dense similarity (the gate's) follows.
+
+    Example:
+        >>> card = RetrievedCard(id="card-a", title="A", rank=2, score=0.8812,
+        ...     ordering_score=0.0476, matched_child_id="card-a::01", matched_passage="Take it.",
+        ...     matched_start_index=0, matched_end_index=8)
+        >>> card_lines(card)[0]
+        '  #2 (rank score 0.0476, similarity 0.881)  card-a  A'
+        >>> card_lines(card, indent="")[1]
+        '       matched card-a::01 [chars 0-8]: Take it.'
+    """
+    passage = " ".join(card.matched_passage.split())
+    order = f"rank score {card.ordering_score:.4f}, " if card.ordering_score else ""
+    return [
+        f"{indent}#{card.rank} ({order}similarity {card.score:.3f})  {card.id}  {card.title}",
+        f"{indent}       matched {card.matched_child_id} {span(card)}: {passage[:140]}",
+    ]
 
 
 def span(card: RetrievedCard) -> str:
@@ -104,12 +124,7 @@ def format_reply(reply: Reply) -> str:
     if reply.retrieved:
         lines.append("Retrieved:")
         for card in reply.retrieved:
-            passage = " ".join(card.matched_passage.split())
-            order = f"rank score {card.ordering_score:.4f}, " if card.ordering_score else ""
-            lines.append(
-                f"  #{card.rank} ({order}similarity {card.score:.3f})  {card.id}  {card.title}"
-            )
-            lines.append(f"         matched {card.matched_child_id} {span(card)}: {passage[:140]}")
+            lines.extend(card_lines(card))
     return "\n".join(lines)
 
 

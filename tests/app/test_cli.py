@@ -345,7 +345,8 @@ def test_a_really_full_disk_is_one_line_and_the_previous_index_survives(tmp_path
         live,  # still the index built before the disk filled
         "1",  # and no partial generation left behind
     ]
-    assert said[2].startswith("1. card-insulin-storage ")
+    assert said[2].startswith("#1 (rank score ")
+    assert " card-insulin-storage " in said[2]
     assert done.stderr.splitlines() == [
         f"ingest failed: no space left on the device holding {store}; "
         "the previous index is untouched",

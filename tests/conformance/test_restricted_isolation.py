@@ -257,7 +257,8 @@ def test_staff_see_an_internal_card_and_never_a_restricted_one(
         assert retrieved[0] == "card-vault-override"
         assert card.status_code == 200
         assert card.json()["body"].startswith(SECRET)
-        assert "1. card-vault-override" in printed
+        assert printed.splitlines()[1].startswith("#1 (")  # ranked first
+        assert "  card-vault-override  " in printed.splitlines()[1]
     else:
         assert "card-vault-override" not in retrieved
         assert _leaks(staff.text) == []
