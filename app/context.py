@@ -78,8 +78,7 @@ class Context:
     def from_settings(cls, settings: Settings, **overrides: Any) -> Context:
         """Open the current index and build the offline defaults from ``settings``."""
         current_generation(settings)  # a missing store is reported before the model loads
-        # one question cache for the retriever and grading: a question is embedded once
-        embeddings = QuestionCache(load_embeddings(settings.embedding_model, settings.threads))
+        embeddings = question_embeddings(settings)
         index = open_current(settings, embeddings)
         return cls.from_index(index, settings, embeddings, **overrides)
 
@@ -152,6 +151,15 @@ def names_of(retriever: BaseRetriever, aliases: dict[str, str] | None = None) ->
     if bm25 is None or bm25.model is None:
         return None
     return Names.of_words(bm25.model.vocab_dict, aliases)
+
+
+def question_embeddings(settings: Settings) -> QuestionCache:
+    """The settings' model behind one question cache, for the retriever and grading alike.
+
+    Shared, a question is embedded once per answer (the retriever's query, grading's and the
+    answerer's are the same vector).
+    """
+    return QuestionCache(load_embeddings(settings.embedding_model, settings.threads))
 
 
 def glossary_of(retriever: BaseRetriever) -> Glossary | None:

@@ -43,15 +43,19 @@ except ImportError:  # pragma: no cover - depends on the environment
         """Stands in when redis is not installed (never raised)."""
 
 
-from cardrag.app.context import Context, StaffAccessError, check_staff_access, for_staff
+from cardrag.app.context import (
+    Context,
+    StaffAccessError,
+    check_staff_access,
+    for_staff,
+    question_embeddings,
+)
 from cardrag.app.graph import answer, check_question
 from cardrag.app.guard import Guard
 from cardrag.app.leases import Leases
 from cardrag.app.reply import Reply
-from cardrag.app.vectors import QuestionCache
 from cardrag.ingest import metadata as md
 from cardrag.ingest.cards import valid_card_id
-from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.index import (
     Index,
     ModelMismatchError,
@@ -153,8 +157,7 @@ class Service:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        # one question cache for the retriever and grading: a question is embedded once
-        self.embeddings = QuestionCache(load_embeddings(settings.embedding_model, settings.threads))
+        self.embeddings = question_embeddings(settings)
         self.served: Served | None = None
         self.retired: Served | None = None
         """The generation served before ``served``: kept open for requests still on it."""

@@ -116,10 +116,10 @@ def build(
             vectors = None
             if isinstance(generations, LocalGenerations):  # before the manifest marks it done
                 folder = generations.path(generation) / VECTORS
-                cards = collections.cards
+                rows = collections.cards  # the whole-card rows' collection, if of its own
                 vectors = RowVectors.write_index(
                     collections.children._collection,
-                    cards._collection if cards is not None else None,
+                    rows._collection if rows is not None else None,
                     folder,
                 )
             generations.complete(generation, manifest, bm25)
