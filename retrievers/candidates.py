@@ -43,7 +43,7 @@ def resolve(
     unknown = [p.parent_id for p in lexical if p.parent_id not in windows]
     if not unknown:
         return []
-    return rows.best_of(vector, rows_of(unknown), where)
+    return rows.best_of_parents(vector, unknown, rows_of, where)
 
 
 def card_rows_of(

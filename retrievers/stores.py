@@ -65,6 +65,16 @@ class Reader(Protocol):
         """Each parent's best child among the given rows, scored (as :func:`best_per_parent`)."""
         ...
 
+    def best_of_parents(
+        self,
+        vector: Sequence[float],
+        parent_ids: Sequence[str],
+        rows_of: Callable[[Sequence[str]], list[str]],
+        where: Any,
+    ) -> list[ChildHit]:
+        """Each given parent's best child among its rows (``rows_of``: their child ids)."""
+        ...
+
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
         """The hits with their text and metadata."""
         ...
@@ -136,6 +146,16 @@ class StoreReader:
     ) -> list[ChildHit]:
         """Each parent's best child among the given rows (:meth:`by_ids`, one per parent)."""
         return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
+
+    def best_of_parents(
+        self,
+        vector: Sequence[float],
+        parent_ids: Sequence[str],
+        rows_of: Callable[[Sequence[str]], list[str]],
+        where: StoreFilter | None,
+    ) -> list[ChildHit]:
+        """:meth:`best_of` over the rows ``rows_of`` names for those parents."""
+        return self.best_of(vector, rows_of(parent_ids), where)
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
         """The hits as they are: a store's search returns text and metadata already."""

@@ -41,7 +41,7 @@ import numpy as np
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.embeddings import Embeddings
 
-from cardrag.evals.bench.latency import percentile, timings
+from cardrag.evals.bench.latency import interleaved_timings, percentile
 from cardrag.evals.bench.synthetic import WORDS, synthetic_cards
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import build_index, open_index
@@ -202,7 +202,7 @@ def serve(store: Path, rounds: int) -> dict[str, Any]:
         systems["sentence-window"] = ScoredParentDocumentRetriever.from_index(
             windows, settings(chunker="sentence_window")
         ).invoke
-    times = {name: timings(fn, asked, rounds) for name, fn in systems.items()}
+    times = interleaved_timings(systems, asked, rounds)
     return {
         "open_s": round(open_s, 2),
         "ready_s": round(ready_s, 2),

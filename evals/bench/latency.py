@@ -34,16 +34,34 @@ from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 FLOOR = "floor: embed + 1 Chroma query"
 
 
-def timings(fn: Callable[[str], object], questions: list[str], rounds: int) -> list[float]:
-    """Seconds per call, ``rounds`` passes over the questions after one warm-up pass."""
-    for q in questions:
-        fn(q)
-    out = []
-    for _ in range(rounds):
+def interleaved_timings(
+    systems: dict[str, Callable[[str], object]], questions: list[str], rounds: int
+) -> dict[str, list[float]]:
+    """Seconds per call of each system, the systems taking turns on every question.
+
+    One warm-up pass of every system first. Timed one system after another, a machine whose
+    speed drifts during the run (a shared host, a CPU changing frequency) moves one system's
+    figures and not the floor's, and their ratio with it (the same store measured 1.7x and
+    2.8x the floor in two runs ten minutes apart); taking turns, every system meets the same
+    conditions. The order of the turns rotates with each question, so none always runs first.
+
+    Example:
+        >>> calls = []
+        >>> times = interleaved_timings({"a": calls.append, "b": calls.append}, ["q1", "q2"], 1)
+        >>> sorted(times), [len(t) for t in times.values()], len(calls)
+        (['a', 'b'], [2, 2], 8)
+    """
+    for fn in systems.values():
         for q in questions:
-            started = time.perf_counter()
             fn(q)
-            out.append(time.perf_counter() - started)
+    names = list(systems)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(rounds):
+        for i, q in enumerate(questions):
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                started = time.perf_counter()
+                systems[name](q)
+                out[name].append(time.perf_counter() - started)
     return out
 
 
@@ -115,4 +133,4 @@ def latency(
             index, settings.model_copy(update=overrides)
         )
         systems[name] = retriever.invoke
-    return summary({name: timings(fn, questions, rounds) for name, fn in systems.items()})
+    return summary(interleaved_timings(systems, questions, rounds))

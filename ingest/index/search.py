@@ -24,7 +24,7 @@ Every similarity is therefore the cosine of the angle between the question and t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -137,14 +137,39 @@ class RowReader:
         From the saved vectors the reduction comes before any hit is made: a long parent's
         hundred rows cost more as hits than as scores.
         """
-        if self.vectors is None or self._plan(False, where) != [(self.collections.children, None)]:
+        if not self._saved_children(where):
             return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
+        assert self.vectors is not None  # checked by _saved_children
         ids, scores = self.vectors.scores(vector, row_ids)
         best = best_by_parent(
             (i, i.rpartition("::")[0], s) for i, s in zip(ids, scores, strict=True)
         )
         hits = self._lean(self.collections.children, list(best), list(best.values()))
         return nearest(hits, len(hits))
+
+    def best_of_parents(
+        self,
+        vector: Sequence[float],
+        parent_ids: Sequence[str],
+        rows_of: Callable[[Sequence[str]], list[str]],
+        where: Where | None,
+    ) -> list[ChildHit]:
+        """Each given parent's best child over all its rows, scored, best first.
+
+        :meth:`best_of` over ``rows_of(parent_ids)``; from the saved vectors each parent's rows
+        are one slice (:meth:`RowVectors.best_per_parent`), with no row id handled one by one.
+        """
+        if not self._saved_children(where):
+            return self.best_of(vector, rows_of(parent_ids), where)
+        assert self.vectors is not None  # checked by _saved_children
+        ids, scores = self.vectors.best_per_parent(vector, parent_ids)
+        hits = self._lean(self.collections.children, ids, scores)
+        return nearest(hits, len(hits))
+
+    def _saved_children(self, where: Where | None) -> bool:
+        """Whether the children read under ``where`` are exactly the saved vectors' rows."""
+        plan = self._plan(False, where)
+        return self.vectors is not None and plan == [(self.collections.children, None)]
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
         """The hits with their text and metadata read (one ``get`` per collection read).

@@ -43,6 +43,11 @@ class _Reader:
         self.asked.append((list(row_ids), where, False))
         return [ChildHit(i, i.split("::")[0], 0.5) for i in row_ids if i.endswith("::01")]
 
+    def best_of_parents(
+        self, vector: list[float], parent_ids: list[str], rows_of: Any, where: Any
+    ) -> list[ChildHit]:
+        return self.best_of(vector, rows_of(parent_ids), where)
+
 
 def _parent(pid: str) -> ParentHit:
     return ParentHit(pid, 1.0, ChildHit(f"{pid}::00", pid, 1.0))

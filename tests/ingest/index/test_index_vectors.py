@@ -68,6 +68,12 @@ def test_rows_are_read_back_a_page_at_a_time(
     assert np.array_equal(written.matrix, whole.matrix)
 
 
+def test_each_parents_best_row_ties_to_the_lower_child_id() -> None:
+    same = np.array([[0.6, 0.8], [1, 0], [0.6, 0.8], [0.6, 0.8]], dtype=np.float32)
+    vectors = RowVectors(["a::10", "a::02", "a::09", "b::00"], same)
+    assert vectors.best_per_parent([0.6, 0.8], ["b", "a", "z"])[0] == ["b::00", "a::09"]
+
+
 def test_a_saved_matrix_loads_back_and_a_folder_without_one_is_none(tmp_path: Path) -> None:
     saved = RowVectors(["a::00", "b::00"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
     saved.save(tmp_path / VECTORS)
@@ -87,7 +93,8 @@ def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
         RowReader(index.collections),
     )
     assert index.bm25 is not None
-    rows = index.bm25.rows_of([f"card-syn-{i:06d}" for i in range(0, 12, 2)])
+    parents = [f"card-syn-{i:06d}" for i in range(0, 12, 2)]
+    rows = index.bm25.rows_of(parents)
     assert len(rows) > 120
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
@@ -96,6 +103,10 @@ def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
             (h.child_id, h.score) for h in chroma.best_of(vector, rows, None)
         ]  # exactly: the same float32 values, the same cosine
         assert len(best) == 6  # one per parent
+        by_parent = saved.best_of_parents(vector, parents, index.bm25.rows_of, None)
+        assert [(h.child_id, h.score) for h in by_parent] == [
+            (h.child_id, h.score) for h in best
+        ]  # each parent's rows as one slice: the same hits, in the same order
         every = chroma.by_ids(vector, rows, None, card_rows=False)
         for hit in best:
             assert hit.score == max(h.score for h in every if h.parent_id == hit.parent_id)
