@@ -206,9 +206,9 @@ def test_brand_name_questions_are_held_to_their_bounds() -> None:
     report = _measured("ours")
     report["names"] = {"held_out": {"names": {"refused_rate": 0.5, "right_rate": 0.5}}}
     problems = regressions(report, thresholds)
-    assert "brand-name questions refused 0.5 outside the max 0.175" in problems
-    assert "brand-name questions right 0.5 outside the min 0.825" in problems
-    report["names"]["held_out"]["names"] = {"refused_rate": 0.15, "right_rate": 0.85}
+    assert "brand-name questions refused 0.5 outside the max 0.1" in problems
+    assert "brand-name questions right 0.5 outside the min 0.9" in problems
+    report["names"]["held_out"]["names"] = {"refused_rate": 0.075, "right_rate": 0.925}
     assert regressions(report, thresholds) == []
 
 
@@ -217,8 +217,8 @@ def test_two_part_questions_are_held_to_their_bounds() -> None:
     report = _measured("ours")
     report["partial"] = {"held_out": {"partial": {"refused_rate": 0.333, "right_rate": 0.667}}}
     assert regressions(report, thresholds) == [
-        "two-part questions refused 0.333 outside the max 0.25",
-        "two-part questions right 0.667 outside the min 0.75",
+        "two-part questions refused 0.333 outside the max 0.17",
+        "two-part questions right 0.667 outside the min 0.83",
     ]
-    report["partial"]["held_out"]["partial"] = {"refused_rate": 0.167, "right_rate": 0.833}
+    report["partial"]["held_out"]["partial"] = {"refused_rate": 0.083, "right_rate": 0.917}
     assert regressions(report, thresholds) == []
