@@ -190,10 +190,7 @@ class RowVectors:
         """
         if cards is not None:  # None: the card rows share the children's collection
             cls.write(cards, folder / CARDS)
-        cls.write(children, folder)
-        loaded = cls.load(folder)
-        assert loaded is not None  # just written
-        return loaded
+        return cls.write(children, folder)  # loads the card rows' beside it too
 
     @classmethod
     def load(cls, folder: Path) -> RowVectors | None:
