@@ -6,7 +6,9 @@
    answer), ``evals/cases/uncovered.jsonl`` (in-domain questions no card answers, four
    languages, five kinds) and, when ``../shared`` is present, a seeded sample of PubMedQA
    questions (English research questions no card answers); ``evals/cases/translated.jsonl``
-   (golden questions asked in Portuguese, Spanish and Italian: answerable, across languages).
+   (golden questions asked in Portuguese, Spanish and Italian: answerable, across languages)
+   and ``evals/cases/names.jsonl`` (answerable questions naming a card's medicine by a brand,
+   a class or everyday words, four languages).
 2. Each question is retrieved on the shipped cards with the configured settings, the
    similarity gate off, and every retrieved card's grading features are computed
    (:func:`cardrag.app.grading.pair_features`).
@@ -54,7 +56,13 @@ from cardrag.app.grading import (
 )
 from cardrag.app.terms import LANGUAGES, question_language, salient_terms
 from cardrag.app.vectors import Vectors
-from cardrag.evals.cases import GOLDEN, load_golden_cases, load_translated, load_uncovered
+from cardrag.evals.cases import (
+    GOLDEN,
+    load_golden_cases,
+    load_names,
+    load_translated,
+    load_uncovered,
+)
 from cardrag.evals.split import split
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
@@ -139,6 +147,12 @@ def questions(pubmed: Path | None = PUBMEDQA, sample: int = PUBMED_SAMPLE) -> li
     out += [
         Question(f"uncovered:{u.query_id}", u.query, False, "uncovered", u.language, u.kind)
         for u in load_uncovered()
+    ]
+    out += [
+        Question(
+            f"names:{n.query_id}", n.query, True, "names", n.language, n.kind, n.must_cite_one_of
+        )
+        for n in load_names()
     ]
     if pubmed is not None and (pubmed / "queries.jsonl").is_file():
         rows = [json.loads(line) for line in (pubmed / "queries.jsonl").open(encoding="utf-8")]
@@ -226,10 +240,13 @@ def featurise(
     return out
 
 
-SPLIT_GROUPS = (("golden", "pubmedqa", "uncovered"), ("translated",))
+SPLIT_GROUPS = (("golden", "pubmedqa", "uncovered"), ("translated",), ("names",))
 """Sources split together, each group with its own seeded shuffle. A source added later is a
 group of its own, so the questions already split keep their parts (one shuffle over every
 stratum would move them all)."""
+BY_LANGUAGE = frozenset({"names"})
+"""Groups split by language alone, as their own evaluation splits them
+(:func:`cardrag.evals.names.answer_checks`), so a question is in the same part for both."""
 
 
 def held_out_ids(qs: Sequence[Question]) -> set[str]:
@@ -237,7 +254,10 @@ def held_out_ids(qs: Sequence[Question]) -> set[str]:
     held: set[str] = set()
     for group in SPLIT_GROUPS:
         members = [q for q in qs if q.source in group]
-        strata = {q.qid: f"{q.source}|{q.language}|{q.kind}" for q in members}
+        strata = {
+            q.qid: q.language if BY_LANGUAGE & set(group) else f"{q.source}|{q.language}|{q.kind}"
+            for q in members
+        }
         held.update(split([q.qid for q in members], strata)[1])
     return held
 
@@ -322,11 +342,13 @@ def choose_threshold(part: Sequence[Scored], calibration: Calibration, relation:
     """The threshold of one calibration, from its part of the tuning questions.
 
     Same language: the highest that refuses at most :data:`FALSE_REFUSAL_BUDGET` of the
-    answerable questions. Across languages: the lowest that refuses at least
+    answerable questions it decides (a question whose every card is vetoed is refused whatever
+    the threshold). Across languages: the lowest that refuses at least
     :data:`ACROSS_REFUSAL_TARGET` of the uncovered questions.
     """
     if relation == SAME_LANGUAGE:
-        kept = sorted(best_answerability(s, calibration) for s in part if s.question.answerable)
+        values = (best_answerability(s, calibration) for s in part if s.question.answerable)
+        kept = sorted(v for v in values if v != float("-inf"))
         return kept[int(FALSE_REFUSAL_BUDGET * len(kept))] - THRESHOLD_MARGIN
     refused = sorted(best_answerability(s, calibration) for s in part if not s.question.answerable)
     index = min(int(ACROSS_REFUSAL_TARGET * len(refused)), len(refused) - 1)
@@ -600,7 +622,7 @@ def refusals(qs: Sequence[Question], ask: Any) -> dict[str, Any]:
     examples: list[dict[str, str]] = []
     refused_examples: list[dict[str, str]] = []
     for q in tqdm(qs, desc="refusals", unit="q", leave=False, disable=None):
-        if q.source == "golden":
+        if q.source in ("golden", "names"):
             continue
         reply = ask(q.text)
         for part in ("all", "held_out") if q.qid in held else ("all",):

@@ -32,7 +32,8 @@ from cardrag.evals.answerability import (
     relation_part,
     training_rows,
 )
-from cardrag.evals.cases import load_golden_cases, load_translated, load_uncovered
+from cardrag.evals.cases import load_golden_cases, load_names, load_translated, load_uncovered
+from cardrag.evals.split import split
 from cardrag.ingest.cards import load_cards
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import CARDS_DIR
@@ -68,10 +69,13 @@ def test_the_translated_set_asks_golden_questions_in_our_other_languages() -> No
     assert len({(c.language, c.translates) for c in cases}) == len(cases)
 
 
-def test_questions_without_shared_are_golden_translated_and_uncovered(tmp_path: Path) -> None:
+def test_questions_without_shared_are_golden_translated_names_and_uncovered(
+    tmp_path: Path,
+) -> None:
     qs = questions(pubmed=tmp_path)  # an empty folder: no PubMedQA
-    assert Counter(q.source for q in qs) == {"golden": 88, "translated": 130, "uncovered": 160}
-    assert all(q.answerable == (q.source in ("golden", "translated")) for q in qs)
+    counts = {"golden": 88, "translated": 130, "uncovered": 160, "names": 128}
+    assert Counter(q.source for q in qs) == counts
+    assert all(q.answerable == (q.source != "uncovered") for q in qs)
 
 
 def _scored(
@@ -216,6 +220,31 @@ def test_adding_the_translated_questions_moved_no_other_question_between_parts(
     assert held_out_ids(without) == {qid for qid in held if not qid.startswith("translated:")}
     translated = [qid for qid in held if qid.startswith("translated:")]
     assert len(translated) == 39  # 30 % of each language and kind
+
+
+def test_the_names_questions_are_split_as_their_own_evaluation_splits_them(
+    tmp_path: Path,
+) -> None:
+    qs = questions(pubmed=tmp_path)
+    held = held_out_ids(qs)
+    cases = load_names()
+    _, names_held = split([c.query_id for c in cases], {c.query_id: c.language for c in cases})
+    assert {qid for qid in held if qid.startswith("names:")} == {f"names:{q}" for q in names_held}
+    assert len(names_held) == 40
+    without = [q for q in qs if q.source != "names"]
+    assert held_out_ids(without) == {qid for qid in held if not qid.startswith("names:")}
+
+
+def test_a_question_every_card_of_which_is_vetoed_does_not_set_the_threshold() -> None:
+    scored = [_scored(f"g{i}", True, 0.9 + i / 100) for i in range(5)]
+    scored += [_scored(f"u{i}", False, 0.7 + i / 100) for i in range(5)]
+    x, y = training_rows(scored, SAME_LANGUAGE)
+    calibration = fit(x, y, "fake", FEATURES[SAME_LANGUAGE])
+    vetoed = _scored("v", True, 0.95)
+    vetoed.cards = [(c, f, ("lithium",)) for c, f, _ in vetoed.cards]
+    threshold = choose_threshold([vetoed, *scored], calibration, SAME_LANGUAGE)
+    lowest_golden = best_answerability(scored[0], calibration)
+    assert threshold == pytest.approx(lowest_golden - THRESHOLD_MARGIN)
 
 
 def test_featurise_measures_without_the_gate_with_the_index_and_the_cross_encoder(
