@@ -28,7 +28,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +104,8 @@ def index(
 ) -> ScoredParentDocumentRetriever:
     """Write cards through the retriever's ``add_documents`` into a Chroma folder.
 
-    The retriever returned carries the children's vectors (``row_vectors``), as an ingest's
-    index does.
+    The retriever returned carries the children's and the card rows' vectors (``row_vectors``),
+    as an ingest's index does.
     """
     retriever = ScoredParentDocumentRetriever.over(
         open_collections(chroma_client(path), embeddings),
@@ -122,7 +122,12 @@ def index(
         retriever.add_documents(list(cards[start : start + 256]))
     # the children's vectors, read back once as an ingest saves them (every configured
     # retriever over this index shares them: ours reads what it reads in the app)
-    retriever.row_vectors = RowVectors.from_collection(retriever.collections.children._collection)
+    collections = retriever.collections
+    cards_rows = collections.cards  # the whole-card rows' collection, if of its own
+    retriever.row_vectors = replace(
+        RowVectors.from_collection(collections.children._collection),
+        cards=RowVectors.from_collection(cards_rows._collection) if cards_rows else None,
+    )
     return retriever
 
 

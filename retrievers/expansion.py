@@ -1,8 +1,9 @@
 """Small to big: ranked parent hits become the whole cards a caller may see, with provenance.
 
 Pure functions shared by the sync and async paths: which cards a caller may see
-(:func:`visible`), turning docstore records into returned documents (:func:`assemble`,
-:func:`parent_document`), and logging the parents the docstore lacks (:func:`finish`).
+(:func:`visible`), choosing the parents to return (:func:`select`), turning docstore records
+into returned documents (:func:`assemble`, :func:`parent_document`), and logging the parents
+the docstore lacks (:func:`finish`).
 """
 
 from __future__ import annotations
@@ -29,12 +30,35 @@ def assemble(
 ) -> tuple[list[Document], list[str]]:
     """Turn ranked parent hits and their docstore records into at most k scored documents.
 
-    Cards the caller may not see (:func:`visible`) are skipped.
+    Cards the caller may not see (:func:`visible`) are skipped (:func:`select`).
 
     Returns:
         The documents, and the ids of parents missing from the docstore (skipped).
     """
-    docs: list[Document] = []
+    chosen, missing = select(
+        ranked, parents, k, allow_restricted=allow_restricted, allow_internal=allow_internal
+    )
+    return [parent_document(hit, parent) for hit, parent in chosen], missing
+
+
+def select(
+    ranked: Sequence[ParentHit],
+    parents: Sequence[Document | None],
+    k: int,
+    *,
+    allow_restricted: bool,
+    allow_internal: bool = False,
+) -> tuple[list[tuple[ParentHit, Document]], list[str]]:
+    """The first k ranked parents the docstore has and the caller may see, with their records.
+
+    What :func:`assemble` returns, before the documents are made: the retriever decides from
+    it whether a larger window is needed, and reads the matched rows' text only for the
+    parents it finally returns.
+
+    Returns:
+        ``(hit, record)`` pairs, and the ids of parents missing from the docstore (skipped).
+    """
+    chosen: list[tuple[ParentHit, Document]] = []
     missing: list[str] = []
     for hit, parent in zip(ranked, parents, strict=True):
         if parent is None:
@@ -45,10 +69,10 @@ def assemble(
             sensitivity, allow_internal=allow_internal, allow_restricted=allow_restricted
         ):
             continue  # restricted: defence in depth (the query excludes their rows already)
-        docs.append(parent_document(hit, parent))
-        if len(docs) == k:
+        chosen.append((hit, parent))
+        if len(chosen) == k:
             break
-    return docs, missing
+    return chosen, missing
 
 
 def visible(sensitivity: str, *, allow_internal: bool, allow_restricted: bool) -> bool:

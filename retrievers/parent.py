@@ -54,7 +54,7 @@ from cardrag.retrievers.candidates import (
     resolve,
     without_card_row,
 )
-from cardrag.retrievers.expansion import assemble, finish
+from cardrag.retrievers.expansion import finish, parent_document, select
 from cardrag.retrievers.fields import field_problems
 from cardrag.retrievers.fusion import FusionWeights, ParentHit, best_per_parent, rank_parents
 from cardrag.retrievers.rerank import reranker_from
@@ -293,9 +293,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
         # another store's filter cannot be applied to BM25's candidates: dense only then
         lexical_on = isinstance(self.vectorstore, Chroma) or where is None
         fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
+        records: dict[str, Document | None] = {}  # the docstore's, read once a question
+        scanned = isinstance(rows, RowReader) and rows.scans(where, card_rows=self.card_rows)
+        together = _in_turn if scanned else self._together
         while True:
             # the three rankings' windows of the same size: children, card rows, BM25
-            hits, cards, lexical_hits = self._together(
+            hits, cards, lexical_hits = together(
                 partial(rows.nearest, vector, fetch, where, card_rows=False),
                 partial(rows.nearest, vector, fetch, where, card_rows=True)
                 if self.card_rows
@@ -306,7 +309,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
             windows = {h.parent_id for h in [*hits, *cards]}
             candidates = [*(h.parent_id for h in hits), *(p.parent_id for p in lexical)]
             rows_of = self._rows_of if isinstance(rows, RowReader) else best_rows(lexical)
-            extra, (more, no_row) = self._together(
+            extra, (more, no_row) = together(
                 partial(resolve, rows, vector, windows, lexical, rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
@@ -321,10 +324,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
                 weights=self._weights,
                 c=self.rrf_c,
             )
-            docs, missing = self._expand(rows, ranked, pool)
-            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(docs), pool, floor)
+            chosen, missing = self._select(ranked, pool, records)
+            fetch_more = next_fetch(hits, fetch, self.max_fetch, len(chosen), pool, floor)
             if fetch_more is None:
-                docs = finish(docs, missing)
+                docs = finish(self._documents(rows, chosen), missing)
                 if self.reranker is not None and docs:
                     docs = list(self.reranker.compress_documents(docs, query))
                 return docs[:want]
@@ -378,39 +381,43 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
             return self.rows
         return StoreReader(self.vectorstore, self._embeddings, self.id_key, query)
 
-    def _expand(
-        self, rows: Reader, ranked: Sequence[ParentHit], k: int
-    ) -> tuple[list[Document], list[str]]:
-        """The first ``k`` ranked parents that exist and may be shown, read from the docstore.
+    def _select(
+        self, ranked: Sequence[ParentHit], k: int, records: dict[str, Document | None]
+    ) -> tuple[list[tuple[ParentHit, Document]], list[str]]:
+        """The first ``k`` ranked parents that exist and may be shown, with their records.
 
-        Reads only as many records as still needed, a slice at a time (each read opens files
-        or makes a round trip).
+        Reads only the records not read yet (``records``, kept across one question's windows),
+        a slice at a time (each read opens files or makes a round trip).
         """
-        docs: list[Document] = []
+        chosen: list[tuple[ParentHit, Document]] = []
         missing: list[str] = []
         start = 0
-        while len(docs) < k and start < len(ranked):
-            part = ranked[start : start + k - len(docs)]
-            part, records = self._together(
-                partial(self._complete, rows, part),
-                partial(self.docstore.mget, [p.parent_id for p in part]),
-            )
-            more, gone = assemble(
+        while len(chosen) < k and start < len(ranked):
+            part = ranked[start : start + k - len(chosen)]
+            unread = [p.parent_id for p in part if p.parent_id not in records]
+            if unread:
+                records.update(zip(unread, self.docstore.mget(unread), strict=True))
+            more, gone = select(
                 part,
-                records,
-                k - len(docs),
+                [records[p.parent_id] for p in part],
+                k - len(chosen),
                 allow_restricted=self.allow_restricted,
                 allow_internal=self.allow_internal,
             )
-            docs += more
+            chosen += more
             missing += gone
             start += len(part)
-        return docs, missing
+        return chosen, missing
 
-    def _complete(self, rows: Reader, ranked: Sequence[ParentHit]) -> list[ParentHit]:
-        """The parents with their matched rows' text and metadata read (for provenance)."""
-        best = rows.complete([p.best for p in ranked])
-        return [replace(p, best=b) for p, b in zip(ranked, best, strict=True)]
+    def _documents(
+        self, rows: Reader, chosen: Sequence[tuple[ParentHit, Document]]
+    ) -> list[Document]:
+        """The returned documents, with their matched rows' text and metadata read (one read)."""
+        best = rows.complete([hit.best for hit, _ in chosen])
+        return [
+            parent_document(replace(hit, best=b), record)
+            for (hit, record), b in zip(chosen, best, strict=True)
+        ]
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
         return self._gate if isinstance(per_call, _Gate) else per_call
@@ -598,3 +605,12 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
     def rows(self) -> RowReader:
         """What this retriever reads from Chroma: the index's rows, as its caller may see them."""
         return RowReader(self.collections, self.allow_restricted, self.id_key, self.row_vectors)
+
+
+def _in_turn(*reads: Callable[[], Any]) -> list[Any]:
+    """Run reads one after the other.
+
+    For reads that hold the GIL (scans of saved vectors, BM25): run at once, they only wait
+    for each other.
+    """
+    return [read() for read in reads]

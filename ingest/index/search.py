@@ -38,6 +38,9 @@ from cardrag.ingest.index.vectors import RowVectors
 logger = logging.getLogger(__name__)
 
 SPACES = ("cosine", "ip", "l2")
+SCAN_ROWS = 20_000
+"""Saved rows up to which a window is found by scanning them (well under a millisecond at
+this size, against 2 to 3 ms for a Chroma query); a larger collection is asked (HNSW)."""
 
 
 @dataclass(frozen=True)
@@ -88,12 +91,21 @@ class RowReader:
     def nearest(
         self, vector: Sequence[float], fetch: int, where: Where | None, *, card_rows: bool
     ) -> list[ChildHit]:
-        """The ``fetch`` rows of one kind nearest the question, over every collection of it."""
-        hits = [
-            hit
-            for store, only in self._plan(card_rows, where)
-            for hit in self._query(store, vector, fetch, only)
-        ]
+        """The ``fetch`` rows of one kind nearest the question, over every collection of it.
+
+        A collection whose rows are all saved beside the index, and no more than
+        :data:`SCAN_ROWS` of them, is scanned there (:meth:`RowVectors.nearest_ids`) instead of
+        asked: exact, cheaper than one query, and a retriever that doubles its window to find
+        k parents among a few long ones does not pay a query per window.
+        """
+        hits: list[ChildHit] = []
+        for store, only in self._plan(card_rows, where):
+            saved = self._saved(store, only)
+            if saved is not None and len(saved.ids) <= SCAN_ROWS:
+                ids, scores = saved.scores(vector, saved.nearest_ids(vector, fetch))
+                hits += self._lean(store, ids, scores)
+            else:
+                hits += self._query(store, vector, fetch, only)
         return nearest(hits, fetch)
 
     def by_ids(
@@ -165,6 +177,19 @@ class RowReader:
         ids, scores = self.vectors.best_per_parent(vector, parent_ids)
         hits = self._lean(self.collections.children, ids, scores)
         return nearest(hits, len(hits))
+
+    def scans(self, where: Where | None, *, card_rows: bool) -> bool:
+        """Whether every window under ``where`` is scanned from saved vectors (no Chroma query).
+
+        Then a question's reads are all Python and NumPy in this process, and running them in
+        threads at once only makes them wait for each other's GIL.
+        """
+        kinds = (False, True) if card_rows else (False,)
+        return all(
+            (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS
+            for kind in kinds
+            for store, only in self._plan(kind, where)
+        )
 
     def _saved_children(self, where: Where | None) -> bool:
         """Whether the children read under ``where`` are exactly the saved vectors' rows."""
@@ -310,11 +335,15 @@ def best_hits(hits: Sequence[ChildHit]) -> list[ChildHit]:
 def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
     """The ``n`` most similar hits (hits of several collections merged), best first.
 
+    Equal scores go to the lower child id (as in :func:`best_by_parent`): a window's order,
+    and with it fusion's ranks, is then the same whichever store or scan found the rows
+    (Chroma's order of equal distances is its own).
+
     Example:
         >>> nearest([ChildHit("a::00", "a", 0.2), ChildHit("b::00", "b", 0.9)], 1)
         [ChildHit(child_id='b::00', parent_id='b', score=0.9, text='', metadata={}, complete=True)]
     """
-    return sorted(hits, key=lambda h: -h.score)[:n]
+    return sorted(hits, key=lambda h: (-h.score, h.child_id))[:n]
 
 
 def distance_to_similarity(distance: float, space: str) -> float:

@@ -78,6 +78,35 @@ class RowVectors:
         return [row_id for row_id, _ in found], cosine_similarities(vector, rows)
 
     @functools.cached_property
+    def _unit(self) -> np.ndarray:
+        """The rows scaled to unit length (float32; built once, on first :meth:`nearest_ids`)."""
+        matrix = np.asarray(self.matrix, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1.0, norms)
+
+    def nearest_ids(self, vector: Sequence[float], n: int) -> list[str]:
+        """The ids of the ``n`` rows nearest ``vector`` by cosine, nearest first (an exact scan).
+
+        One float32 product over every row: for a store of a few thousand rows it costs less
+        than one vector query to Chroma, and a larger window costs no more than a smaller
+        one. The ids only: :meth:`scores` gives their cosines as every other read does.
+
+        Example:
+            >>> vectors = RowVectors(["a::00", "a::01", "b::00"],
+            ...                      np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
+            >>> vectors.nearest_ids([0.0, 1.0], 2)
+            ['a::01', 'b::00']
+        """
+        if not self.ids or n <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        sims = self._unit @ (query / (np.linalg.norm(query) or 1.0))
+        n = min(n, len(self.ids))
+        top = np.argpartition(-sims, n - 1)[:n] if n < len(self.ids) else np.arange(n)
+        order = top[np.lexsort((top, -sims[top]))]  # nearest first, ties by position
+        return [self.ids[int(i)] for i in order]
+
+    @functools.cached_property
     def _by_parent(self) -> dict[str, np.ndarray]:
         """Each parent's row positions, in child-id order (built once, on first use)."""
         rows: dict[str, list[int]] = {}
