@@ -31,6 +31,10 @@ import numpy as np
 READ_PAGE = 5000
 """Rows read back from Chroma per ``get`` while writing (one ``get`` of a whole large
 collection fails inside Chroma: "too many SQL variables")."""
+ROUGH_MARGIN = 1e-4
+"""How far under a parent's best float32 cosine a row may be and still be scored exactly: well
+above float32's rounding of a 384-dimension cosine (about 384 x 6e-8 = 2.3e-5 at worst), so
+the row the exact cosine ranks first is always among them."""
 MATRIX, IDS = "vectors.npy", "ids.json"
 """The two files of a saved :class:`RowVectors`."""
 VECTORS = "vectors"
@@ -146,16 +150,26 @@ class RowVectors:
         if not parts:
             return [], []
         positions = np.concatenate([rows for _, rows in parts])
-        scores = np.asarray(cosine_similarities(vector, self.matrix[positions]))
+        lengths = np.array([len(rows) for _, rows in parts])
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        # a float32 product finds the few rows that can be each parent's best; only those
+        # are scored exactly (a long parent's hundred rows cost one product, not a hundred
+        # float64 cosines)
+        rows32 = np.asarray(self.matrix[positions], dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(rows32, axis=1) * (np.linalg.norm(query) or 1.0)
+        rough = (rows32 @ query) / np.where(norms == 0, 1.0, norms)
+        ceiling = np.repeat(np.maximum.reduceat(rough, starts), lengths)
+        close = np.flatnonzero(rough >= ceiling - ROUGH_MARGIN)
+        exact = np.asarray(cosine_similarities(vector, self.matrix[positions[close]]))
+        segment_of = np.repeat(np.arange(len(parts)), lengths)[close]
         ids: list[str] = []
         best: list[float] = []
-        start = 0
-        for _, rows in parts:
-            segment = scores[start : start + len(rows)]
-            top = int(np.argmax(segment))  # the first of equal scores: the lower child id
-            ids.append(self.ids[int(rows[top])])
-            best.append(float(segment[top]))
-            start += len(rows)
+        for n in range(len(parts)):
+            mine = np.flatnonzero(segment_of == n)
+            top = mine[int(np.argmax(exact[mine]))]  # the first of equal scores: lower child id
+            ids.append(self.ids[int(positions[close[top]])])
+            best.append(float(exact[top]))
         return ids, best
 
     @classmethod

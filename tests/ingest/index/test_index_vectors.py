@@ -235,3 +235,13 @@ def test_with_card_rows_the_retriever_answers_as_without_saved_vectors(
         for g, w in zip(got, want, strict=True):
             assert g.metadata["score"] == pytest.approx(w.metadata["score"], abs=1e-6)
             assert g.metadata["fused_score"] == pytest.approx(w.metadata["fused_score"], abs=step)
+
+
+def test_a_parents_best_row_is_chosen_by_its_exact_cosine_where_float32_ties() -> None:
+    # both rows round to a cosine of 1.0 in float32; only the second is exactly 1.0
+    matrix = np.array([[1.0, 1e-4], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    vectors = RowVectors(["a::00", "a::01", "b::00"], matrix)
+    ids, scores = vectors.best_per_parent([1.0, 0.0], ["a", "b"])
+    assert ids == ["a::01", "b::00"]
+    assert scores == [1.0, 0.0]
+    assert vectors.scores([1.0, 0.0], ["a::00"])[1][0] < 1.0  # the first is below, exactly
