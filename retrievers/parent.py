@@ -294,7 +294,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
         lexical_on = isinstance(self.vectorstore, Chroma) or where is None
         fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
         records: dict[str, Document | None] = {}  # the docstore's, read once a question
-        scanned = isinstance(rows, RowReader) and rows.scans(where, card_rows=self.card_rows)
+        scanned = (
+            isinstance(rows, RowReader)
+            and not callable(where)
+            and rows.scans(where, card_rows=self.card_rows)
+        )
         together = _in_turn if scanned else self._together
         while True:
             # the three rankings' windows of the same size: children, card rows, BM25
