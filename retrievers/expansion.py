@@ -1,9 +1,9 @@
 """Small to big: ranked parent hits become the whole cards a caller may see, with provenance.
 
 Pure functions shared by the sync and async paths: which cards a caller may see
-(:func:`visible`), choosing the parents to return (:func:`select`), turning docstore records
-into returned documents (:func:`assemble`, :func:`parent_document`), and logging the parents
-the docstore lacks (:func:`finish`).
+(:func:`visible`), choosing the parents to return (:func:`select`), turning a docstore record
+into a returned document (:func:`parent_document`), and logging the parents the docstore lacks
+(:func:`finish`).
 """
 
 from __future__ import annotations
@@ -20,27 +20,6 @@ from cardrag.retrievers.fusion import ParentHit
 logger = logging.getLogger(__name__)
 
 
-def assemble(
-    ranked: Sequence[ParentHit],
-    parents: Sequence[Document | None],
-    k: int,
-    *,
-    allow_restricted: bool,
-    allow_internal: bool = False,
-) -> tuple[list[Document], list[str]]:
-    """Turn ranked parent hits and their docstore records into at most k scored documents.
-
-    Cards the caller may not see (:func:`visible`) are skipped (:func:`select`).
-
-    Returns:
-        The documents, and the ids of parents missing from the docstore (skipped).
-    """
-    chosen, missing = select(
-        ranked, parents, k, allow_restricted=allow_restricted, allow_internal=allow_internal
-    )
-    return [parent_document(hit, parent) for hit, parent in chosen], missing
-
-
 def select(
     ranked: Sequence[ParentHit],
     parents: Sequence[Document | None],
@@ -51,9 +30,9 @@ def select(
 ) -> tuple[list[tuple[ParentHit, Document]], list[str]]:
     """The first k ranked parents the docstore has and the caller may see, with their records.
 
-    What :func:`assemble` returns, before the documents are made: the retriever decides from
-    it whether a larger window is needed, and reads the matched rows' text only for the
-    parents it finally returns.
+    Before the documents are made (:func:`parent_document`): the retriever decides from it
+    whether a larger window is needed, and reads the matched rows' text only for the parents
+    it finally returns.
 
     Returns:
         ``(hit, record)`` pairs, and the ids of parents missing from the docstore (skipped).

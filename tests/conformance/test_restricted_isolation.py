@@ -32,7 +32,7 @@ from cardrag.ingest.cards import Card
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.index.search import ChildHit
 from cardrag.ingest.settings import Settings
-from cardrag.retrievers.expansion import assemble
+from cardrag.retrievers.expansion import select
 from cardrag.retrievers.fusion import ParentHit
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder
@@ -150,7 +150,7 @@ def test_expansion_drops_the_parent_even_if_a_child_slipped_through(sensitivity:
     parent = Document(
         id="card-vault-override", page_content=SECRET, metadata={"sensitivity": sensitivity}
     )
-    assert assemble([hit], [parent], 4, allow_restricted=False) == ([], [])
+    assert select([hit], [parent], 4, allow_restricted=False) == ([], [])
 
 
 def test_the_graph_and_the_logs_never_show_it(
