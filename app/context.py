@@ -55,6 +55,13 @@ class Context:
         default=None,
         metadata={"description": "Decides which retrieved cards can answer; None keeps them all."},
     )
+    across_min_similarity: float | None = field(
+        default=None,
+        metadata={
+            "description": "The similarity gate for a card in another language than the "
+            "question, where grading's calibration chose one; None: the retriever's gate."
+        },
+    )
     names: Names | None = field(
         default=None,
         metadata={
@@ -95,7 +102,8 @@ class Context:
             "chat_model": settings.chat_model,
             "prompt_budget": settings.prompt_budget,
             "answerer": ExtractiveAnswerer(embeddings, vectors=vectors),
-            "grader": grader_for(settings, vectors),
+            "grader": (grader := grader_for(settings, vectors)),
+            "across_min_similarity": across_gate(settings, grader),
             "names": names_of(retriever, index.manifest.get("aliases")),
             "glossary": glossary_of(retriever),
         }
@@ -180,6 +188,18 @@ def read_as(question: str, names: Names | None, glossary: Glossary | None) -> st
     """
     read = names.rewrite(question) if names is not None else question
     return glossary.gloss(read) if glossary is not None else read
+
+
+def across_gate(settings: Settings, grader: Grader | None) -> float | None:
+    """The gate for a card in another language than the question: the calibration's.
+
+    None (the retriever's gate for every card) when the settings set ``min_similarity``
+    themselves, or grading is off or uncalibrated: the lower gate is safe only because grading
+    refuses what it lets through.
+    """
+    if settings.min_similarity is not None or grader is None or grader.calibrations is None:
+        return None
+    return grader.calibrations.across_languages.min_similarity
 
 
 def grader_for(settings: Settings, vectors: Vectors) -> Grader | None:

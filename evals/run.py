@@ -26,7 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
-from cardrag.app.context import Context, glossary_of, grader_for, names_of
+from cardrag.app.context import Context, across_gate, glossary_of, grader_for, names_of
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.graph import answer
 from cardrag.app.prompts import GATE_REASON
@@ -112,11 +112,13 @@ def offline_context(
     docs = [c if isinstance(c, Document) else c.to_document() for c in cards]
     retriever = build(docs, embeddings, settings, workdir, gated=True)
     assert answerer.vectors is not None  # made with the answerer
+    grader = grader_for(settings, answerer.vectors)
     return Context(
         retriever=retriever,
         k=settings.k,
         answerer=answerer,
-        grader=grader_for(settings, answerer.vectors),
+        grader=grader,
+        across_min_similarity=across_gate(settings, grader),
         names=names_of(retriever, card_aliases(c for c in cards if isinstance(c, Card))),
         glossary=glossary_of(retriever),
     )

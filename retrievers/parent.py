@@ -424,7 +424,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
         ]
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
-        return self._gate if isinstance(per_call, _Gate) else per_call
+        return self.similarity_gate if isinstance(per_call, _Gate) else per_call
 
     @property
     def _k(self) -> int:
@@ -432,8 +432,11 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
         return int(self.search_kwargs.get("k", self.k))
 
     @property
-    def _gate(self) -> float | None:
-        """The gate: ``search_kwargs["score_threshold"]`` where given, else ``min_similarity``."""
+    def similarity_gate(self) -> float | None:
+        """The gate a call without ``min_similarity`` applies (None: no gate).
+
+        ``search_kwargs["score_threshold"]`` where given, else ``min_similarity``.
+        """
         threshold = self.search_kwargs.get("score_threshold", self.min_similarity)
         return None if threshold is None else float(threshold)
 

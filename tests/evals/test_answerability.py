@@ -9,9 +9,16 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from cardrag.app.grading import ACROSS_LANGUAGES, FEATURES, SAME_LANGUAGE, Calibrations
+from cardrag.app.grading import (
+    ACROSS_LANGUAGES,
+    FEATURES,
+    SAME_LANGUAGE,
+    Calibration,
+    Calibrations,
+)
 from cardrag.evals.answerability import (
     ACROSS_REFUSAL_TARGET,
+    GATE_MARGIN,
     HARD_NEGATIVES,
     THRESHOLD_MARGIN,
     Question,
@@ -19,6 +26,7 @@ from cardrag.evals.answerability import (
     auroc,
     best_answerability,
     best_threshold,
+    choose_gate,
     choose_threshold,
     evaluate,
     featurise,
@@ -272,3 +280,23 @@ def test_featurise_measures_without_the_gate_with_the_index_and_the_cross_encode
     best_normalised = max(f["normalised_score"] for _, f, _ in football.cards)
     assert top[1]["normalised_score"] > best_normalised + 0.5  # measured 2.73 and 1.79
     assert all(math.isnan(f["cross_encoder"]) for _, f, _ in portuguese.cards)  # English only
+
+
+def test_the_across_language_gate_sits_under_the_lowest_answering_card_that_passes() -> None:
+    n = len(FEATURES[ACROSS_LANGUAGES])
+    score_only = tuple(1.0 if f == "score" else 0.0 for f in FEATURES[ACROSS_LANGUAGES])
+    # logit (score - 0.8) / 0.025, threshold 0: a card passes from 0.8 up
+    calibration = Calibration(
+        "fake", FEATURES[ACROSS_LANGUAGES], (0.8,) * n, (0.025,) * n, score_only, 0.0, 0.0
+    )
+    passes = _scored("t1", True, 0.812, same_language=False)
+    lower = _scored("t2", True, 0.801, same_language=False)
+    fails = _scored("t3", True, 0.79, same_language=False)  # grading refuses it anyway
+    vetoed = replace(lower, cards=[(c, f, ("warfarin",)) for c, f, _ in lower.cards])
+    other = _scored("t4", True, 0.7, card="not-the-answer", same_language=False)
+    uncovered = _scored("u1", False, 0.6, same_language=False)
+    assert GATE_MARGIN == 0.2
+    assert choose_gate([passes, fails, other, uncovered], calibration) == 0.807  # 0.812 - 0.005
+    assert choose_gate([passes, lower, fails], calibration) == 0.796
+    assert choose_gate([passes, vetoed], calibration) == 0.807  # a vetoed card never answers
+    assert choose_gate([fails, uncovered], calibration) is None
