@@ -8,6 +8,7 @@ from cardrag.retrievers.fusion import (
     ParentHit,
     at_least,
     best_per_parent,
+    card_rows_apply,
     rank_parents,
     reciprocal_rank_fusion,
 )
@@ -138,3 +139,30 @@ def test_the_floor_applies_to_the_best_per_parent_score() -> None:
     assert [p.parent_id for p in at_least(ranked, 0.30)] == ["strong", "edge"]
     assert [p.parent_id for p in at_least(ranked, 0.9)] == []
     assert [p.parent_id for p in at_least(ranked, None)] == ["strong", "edge", "weak"]
+
+
+def test_the_card_row_ranking_sits_out_where_most_parents_have_no_card_row() -> None:
+    def child(pid: str, score: float, row: bool) -> ChildHit:
+        return ChildHit(f"{pid}::00", pid, score, metadata={"chunk_index": 0, "has_card_row": row})
+
+    # three long articles without a card row, one short one with: the short one's card row
+    # would head its own ranking whatever the question
+    hits = [
+        child("a", 0.80, False),
+        child("b", 0.78, False),
+        child("short", 0.70, True),
+        child("c", 0.60, False),
+        ChildHit("short::card", "short", 0.65, metadata={"chunk_index": -1}),
+    ]
+    lexical = best_per_parent([ChildHit("b::00", "b", 9.0), ChildHit("a::00", "a", 5.0)])
+    ranked = rank_parents(hits, lexical, weights=FusionWeights(1, 1, 1), c=1)
+    # children and BM25 only: b (2nd, 1st), a (1st, 2nd) tie and the id decides
+    assert [p.parent_id for p in ranked] == ["a", "b", "short", "c"]
+    assert ranked[0].fused == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert ranked[2].fused == pytest.approx((1 / 4) / 2)  # not (1/4 + 1/2) / 3
+
+
+def test_card_rows_apply_where_at_least_half_the_ranked_parents_have_one() -> None:
+    assert card_rows_apply(without_row=0, ranked=0)
+    assert card_rows_apply(without_row=5, ranked=10)
+    assert not card_rows_apply(without_row=6, ranked=10)
