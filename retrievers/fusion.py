@@ -97,8 +97,9 @@ def rank_parents(
     Every parent's ``score`` is its best dense similarity over all its rows. Up to three
     rankings of the parents with a dense hit are fused with weighted RRF: best child, card
     row, BM25, and each parent's fused score is divided by the weights of the rankings that
-    apply to it (the card-row ranking does not apply to a card that has no card row). With a
-    single ranking the order is that ranking's (no fusion, ``fused`` is None).
+    apply to it (the card-row ranking does not apply to a card that has no card row, and sits
+    out where most ranked parents have none: :func:`card_rows_apply`). With a single ranking
+    the order is that ranking's (no fusion, ``fused`` is None).
 
     The gate then drops the parents whose score is below ``min_similarity`` (a parent with no
     dense hit never passes). It filters the fused ranking and never reorders the parents that
@@ -139,11 +140,11 @@ def _fuse(
     used: list[float] = []
     card_weight = 0.0
     without_row = {p for p, hit in best.items() if hit.metadata.get(md.HAS_CARD_ROW) is False}
-    if not card_rows_apply(len(without_row), len(score)):
-        cards = []
+    # where it sits out, its weight is 0: a zero weight leaves a ranking out
+    card = weights.card if card_rows_apply(len(without_row), len(score)) else 0.0
     for ranking, weight in (
         (children, weights.dense),
-        (cards, weights.card),
+        (cards, card),
         (lexical, weights.bm25),
     ):
         ids = [p.parent_id for p in ranking if p.parent_id in score]
