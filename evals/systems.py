@@ -306,6 +306,7 @@ def describe(settings: Settings) -> dict[str, Any]:
             "bm25": settings.bm25_weight,
         },
         "rrf_c": settings.rrf_c,
+        "adaptive_fusion": settings.adaptive_fusion,
         "chunker": settings.chunker,
         "rerank": settings.rerank,
     }

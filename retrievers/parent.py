@@ -195,6 +195,10 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
     """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
     rrf_c: int = Field(default=default("rrf_c"), ge=1)
     """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
+    adaptive_fusion: bool = default("adaptive_fusion")
+    """Fusion that follows the question: a ranking's weight grows with its first parent's
+    lead, and the parent BM25 and a dense ranking both put first goes first (False: plain weighted
+    RRF)."""
     reranker: BaseDocumentCompressor | None = None
     """Reorders the top ``rerank_candidates`` parents (e.g. the cross-encoder in
     :mod:`cardrag.retrievers.rerank`) before the best ``k`` are returned."""
@@ -231,6 +235,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
             "card_weight": settings.card_weight,
             "bm25_weight": settings.bm25_weight,
             "rrf_c": settings.rrf_c,
+            "adaptive_fusion": settings.adaptive_fusion,
             "reranker": reranker_from(settings),
             "rerank_candidates": settings.rerank_candidates,
         }
@@ -327,6 +332,7 @@ class ScoredParentDocumentRetriever(ParentDocumentRetriever, DocumentIndex):
                 min_similarity=floor,
                 weights=self._weights,
                 c=self.rrf_c,
+                adaptive=self.adaptive_fusion,
             )
             chosen, missing = self._select(ranked, pool, records)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(chosen), pool, floor)

@@ -71,12 +71,13 @@ def test_each_text_is_embedded_once_per_run_and_once_ever_with_a_cache_folder(
 
 
 def test_describe_reports_the_fusion_of_ours() -> None:
-    assert describe(Settings(bm25_weight=0.5, rrf_c=30)) == {
+    assert describe(Settings(bm25_weight=0.5, rrf_c=30, adaptive_fusion=False)) == {
         "hybrid": True,
         "bm25_stem_languages": ["pt", "es", "it", "fr", "de"],
         "card_rows": True,
         "weights": {"dense": 1.0, "card": 1.0, "bm25": 0.5},
         "rrf_c": 30,
+        "adaptive_fusion": False,
         "chunker": "parent_child",
         "rerank": False,
     }

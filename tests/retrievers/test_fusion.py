@@ -4,11 +4,15 @@ import pytest
 
 from cardrag.ingest.index.search import ChildHit
 from cardrag.retrievers.fusion import (
+    LEAD_GAIN_BM25,
     FusionWeights,
     ParentHit,
+    agreed_first,
     at_least,
     best_per_parent,
     card_rows_apply,
+    lead,
+    lead_weight,
     rank_parents,
     reciprocal_rank_fusion,
 )
@@ -85,7 +89,9 @@ def test_rank_parents_fuses_dense_card_and_bm25_and_gates_on_dense() -> None:
         _hit("b::card", 0.70, chunk_index=-1),
     ]
     lexical = best_per_parent([ChildHit("c::00", "c", 9.0), ChildHit("b::00", "b", 5.0)])
-    ranked = rank_parents(hits, lexical, min_similarity=0.3, weights=FusionWeights(1, 1, 1), c=60)
+    ranked = rank_parents(
+        hits, lexical, min_similarity=0.3, weights=FusionWeights(1, 1, 1), c=60, adaptive=False
+    )
     assert [p.parent_id for p in ranked] == ["b", "a"]
     b = ranked[0]
     assert b.score == 0.70  # the card row's similarity is b's best dense score
@@ -103,8 +109,8 @@ def test_the_gate_filters_the_ranking_and_never_reorders_what_passes() -> None:
         [ChildHit("c::00", "c", 9.0), ChildHit("b::00", "b", 8.0), ChildHit("d::00", "d", 7.0)]
     )
     weights = FusionWeights(1, 0, 1)
-    ungated = rank_parents(hits, lexical, weights=weights, c=1)
-    gated = rank_parents(hits, lexical, min_similarity=0.6, weights=weights, c=1)
+    ungated = rank_parents(hits, lexical, weights=weights, c=1, adaptive=False)
+    gated = rank_parents(hits, lexical, min_similarity=0.6, weights=weights, c=1, adaptive=False)
     assert [p.parent_id for p in ungated] == ["d", "c", "b", "a"]
     assert [p.parent_id for p in gated] == ["d", "b", "a"]
     assert [p.fused for p in gated] == [ungated[0].fused, *(p.fused for p in ungated[2:])]
@@ -122,7 +128,9 @@ def test_a_card_without_a_card_row_is_not_penalised_by_that_ranking() -> None:
     long = ChildHit("long::00", "long", 0.80, metadata={"chunk_index": 0, "has_card_row": False})
     short = ChildHit("short::00", "short", 0.70, metadata={"chunk_index": 0, "has_card_row": True})
     short_row = ChildHit("short::card", "short", 0.60, metadata={"chunk_index": -1})
-    ranked = rank_parents([long, short, short_row], weights=FusionWeights(1, 1, 1), c=60)
+    ranked = rank_parents(
+        [long, short, short_row], weights=FusionWeights(1, 1, 1), c=60, adaptive=False
+    )
     # long: first of the dense list, the card list does not apply -> (1/61) / 1
     # short: second of the dense list, first of the card list -> (1/62 + 1/61) / 2
     assert [(p.parent_id, p.fused) for p in ranked] == [
@@ -155,7 +163,7 @@ def test_the_card_row_ranking_sits_out_where_most_parents_have_no_card_row() -> 
         ChildHit("short::card", "short", 0.65, metadata={"chunk_index": -1}),
     ]
     lexical = best_per_parent([ChildHit("b::00", "b", 9.0), ChildHit("a::00", "a", 5.0)])
-    ranked = rank_parents(hits, lexical, weights=FusionWeights(1, 1, 1), c=1)
+    ranked = rank_parents(hits, lexical, weights=FusionWeights(1, 1, 1), c=1, adaptive=False)
     # children and BM25 only: b (2nd, 1st), a (1st, 2nd) tie and the id decides
     assert [p.parent_id for p in ranked] == ["a", "b", "short", "c"]
     assert ranked[0].fused == pytest.approx((1 / 2 + 1 / 3) / 2)
@@ -166,3 +174,54 @@ def test_card_rows_apply_where_at_least_half_the_ranked_parents_have_one() -> No
     assert card_rows_apply(without_row=0, ranked=0)
     assert card_rows_apply(without_row=5, ranked=10)
     assert not card_rows_apply(without_row=6, ranked=10)
+
+
+def test_a_ranking_sure_of_its_first_parent_counts_for_more() -> None:
+    # dense: a and b a hair apart; BM25: b twice a's score
+    hits = [_hit("a::00", 0.81), _hit("b::00", 0.80)]
+    lexical = best_per_parent([ChildHit("b::00", "b", 10.0), ChildHit("a::00", "a", 5.0)])
+    weights = FusionWeights(1, 0, 0.75)
+    plain = rank_parents(hits, lexical, weights=weights, c=1, adaptive=False)
+    adaptive = rank_parents(hits, lexical, weights=weights, c=1)
+    assert [p.parent_id for p in plain] == ["a", "b"]
+    assert [p.parent_id for p in adaptive] == ["b", "a"]
+    dense = 1 + 40 * (0.01 / 0.81)  # lead 1.2 %, gain 40
+    bm25 = 0.75 * (1 + 4)  # lead 50 %, gain 10: capped at 1 + 4
+    assert lead_weight(0.75, 0.5, LEAD_GAIN_BM25) == pytest.approx(bm25)
+    assert adaptive[0].fused == pytest.approx((dense / 3 + bm25 / 2) / (dense + bm25))
+    assert adaptive[1].fused == pytest.approx((dense / 2 + bm25 / 3) / (dense + bm25))
+
+
+def test_the_parent_bm25_and_a_dense_ranking_put_first_goes_first() -> None:
+    # children and BM25 put a first; the card rows, sure of b, would out-vote them
+    hits = [
+        _hit("a::00", 0.800),
+        _hit("b::00", 0.799),
+        _hit("b::card", 0.800, chunk_index=-1),
+        _hit("a::card", 0.400, chunk_index=-1),
+    ]
+    lexical = best_per_parent([ChildHit("a::00", "a", 10.0), ChildHit("b::00", "b", 9.9)])
+    ranked = rank_parents(hits, lexical, weights=FusionWeights(1, 1, 0.75), c=1)
+    assert [p.parent_id for p in ranked] == ["a", "b"]
+    children = 1 + 40 * (0.001 / 0.8)
+    cards = 1 + 4  # lead 50 %: capped
+    bm25 = 0.75 * (1 + 10 * 0.01)
+    total = children + cards + bm25
+    b = (children / 3 + cards / 2 + bm25 / 3) / total
+    # without the agreement the card rows' lead alone would have put b first: a takes b's score
+    assert b > (children / 2 + cards / 3 + bm25 / 2) / total
+    assert [p.fused for p in ranked] == [pytest.approx(b), pytest.approx(b)]
+
+
+def test_the_two_dense_rankings_alone_do_not_count_as_agreement() -> None:
+    assert agreed_first([["a", "b"], ["b", "a"]], ["b", "a"]) == "b"
+    assert agreed_first([["a"], ["a"]], ["b"]) is None  # the same model twice
+    assert agreed_first([["a"], []], []) is None
+    assert agreed_first([[]], ["a"]) is None
+
+
+def test_lead_is_relative_to_the_first_score() -> None:
+    assert lead([0.5, 0.25]) == pytest.approx(0.5)
+    assert lead([8.0, 4.0, 1.0]) == pytest.approx(0.5)
+    assert lead([0.9]) == 0.0
+    assert lead([-0.1, -0.2]) == 0.0

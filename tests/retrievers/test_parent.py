@@ -440,6 +440,7 @@ def test_bm25_brings_in_a_card_the_dense_window_missed(
 ) -> None:
     assert hybrid.bm25 is not None
     assert len(hybrid.bm25.child_ids) == 5
+    hybrid.adaptive_fusion = False  # plain weighted RRF: the fused scores below are exact
     docs = hybrid.invoke("zyrtec allergy")
     assert [d.id for d in docs] == ["card-a", "card-x"]
     # the score stays the dense similarity; the fused score ordered them
@@ -572,7 +573,7 @@ def _built(
     return ScoredParentDocumentRetriever.from_index(index, settings)
 
 
-@pytest.mark.parametrize("fusion", ["first", "default"])
+@pytest.mark.parametrize("fusion", ["first", "plain", "default"])
 def test_default_retrieval_output_is_pinned(
     tmp_path_factory: pytest.TempPathFactory,
     shipped_cards: list[Any],
@@ -582,10 +583,15 @@ def test_default_retrieval_output_is_pinned(
 ) -> None:
     """``first`` was pinned before the other chunkers existed: adding them, and splitting the
     rows into three collections, must not move it. Issue 7 then changed the fusion defaults
-    (BM25 weight 0.75, RRF c 20); their output is pinned beside it."""
-    first = {"bm25_weight": 1.0, "rrf_c": 60}
-    settings = default_settings.model_copy(update=first if fusion == "first" else {})
-    expected = PINNED if fusion == "first" else PINNED_NOW
+    (BM25 weight 0.75, RRF c 20), pinned beside it as ``plain``; issue 34 made the fusion
+    follow the question (``adaptive_fusion``), the default now, pinned as ``default``."""
+    update: dict[str, Any] = {
+        "first": {"bm25_weight": 1.0, "rrf_c": 60, "adaptive_fusion": False},
+        "plain": {"adaptive_fusion": False},
+        "default": {},
+    }[fusion]
+    settings = default_settings.model_copy(update=update)
+    expected = {"first": PINNED, "plain": PINNED_NOW, "default": PINNED_ADAPTIVE}[fusion]
     retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, settings)
     got = {q: _key(retriever.invoke(q)) for q in expected}
     # which cards, in which order, matched by which child: exact on every CPU
@@ -638,6 +644,26 @@ PINNED_NOW = {
     ],
     "What should I do if I miss a dose?": PINNED["What should I do if I miss a dose?"],
     "Can I drink alcohol with it?": PINNED["Can I drink alcohol with it?"],
+}
+
+
+PINNED_ADAPTIVE = {
+    "Am I supposed to take it on an empty stomach?": PINNED_NOW[
+        "Am I supposed to take it on an empty stomach?"
+    ],
+    # the rankings' leads weigh now: the third and fourth cards move
+    "What should I do if I miss a dose?": [
+        ("card-missed-dose-general", 0.7196, "card-missed-dose-general::01"),
+        ("card-paracetamol-limits", 0.5949, "card-paracetamol-limits::06"),
+        ("card-adherence-reminders", 0.5651, "card-adherence-reminders::00"),
+        ("card-levothyroxine-routine", 0.5348, "card-levothyroxine-routine::01"),
+    ],
+    "Can I drink alcohol with it?": [
+        ("card-alcohol-interactions", 0.6176, "card-alcohol-interactions::03"),
+        ("card-antidepressant-first-weeks", 0.4114, "card-antidepressant-first-weeks::03"),
+        ("card-paracetamol-limits", 0.5005, "card-paracetamol-limits::05"),
+        ("card-grapefruit-interactions", 0.3049, "card-grapefruit-interactions::00"),
+    ],
 }
 
 
