@@ -146,7 +146,7 @@ def _fuse(
     rankings: list[list[str]] = []
     used: list[float] = []
     card_weight = 0.0
-    lexical_on = False  # BM25 is the last ranking fused
+    lexical_ids: list[str] = []
     without_row = {p for p, hit in best.items() if hit.metadata.get(md.HAS_CARD_ROW) is False}
     # where it sits out, its weight is 0: a zero weight leaves a ranking out
     card = weights.card if card_rows_apply(len(without_row), len(score)) else 0.0
@@ -158,7 +158,7 @@ def _fuse(
         kept = [p for p in ranking if p.parent_id in score]
         ids = [p.parent_id for p in kept]
         if ids and weight > 0:
-            lexical_on = ranking is lexical
+            lexical_ids = ids if ranking is lexical else lexical_ids
             if adaptive:
                 weight = lead_weight(weight, lead([p.score for p in kept]), gain)
             rankings.append(ids)
@@ -175,7 +175,8 @@ def _fuse(
         for p, f in reciprocal_rank_fusion(rankings, used, c)
     ]
     fused.sort(key=lambda pf: (-pf[1], pf[0]))
-    first = agreed_first(rankings[:-1], rankings[-1]) if adaptive and lexical_on else None
+    dense = [ids for ids in rankings if ids is not lexical_ids]
+    first = agreed_first(dense, lexical_ids) if adaptive else None
     if first is not None and fused and fused[0][0] != first:
         # the agreed parent ties the best fused score, and the tie goes to it
         top = fused[0][1]

@@ -651,17 +651,14 @@ PINNED_ADAPTIVE = {
     "Am I supposed to take it on an empty stomach?": PINNED_NOW[
         "Am I supposed to take it on an empty stomach?"
     ],
-    # the rankings' leads weigh now: the third and fourth cards move
+    # the rankings' leads weigh now: the last cards move
     "What should I do if I miss a dose?": [
-        ("card-missed-dose-general", 0.7196, "card-missed-dose-general::01"),
-        ("card-paracetamol-limits", 0.5949, "card-paracetamol-limits::06"),
+        *PINNED["What should I do if I miss a dose?"][:2],
         ("card-adherence-reminders", 0.5651, "card-adherence-reminders::00"),
         ("card-levothyroxine-routine", 0.5348, "card-levothyroxine-routine::01"),
     ],
     "Can I drink alcohol with it?": [
-        ("card-alcohol-interactions", 0.6176, "card-alcohol-interactions::03"),
-        ("card-antidepressant-first-weeks", 0.4114, "card-antidepressant-first-weeks::03"),
-        ("card-paracetamol-limits", 0.5005, "card-paracetamol-limits::05"),
+        *PINNED["Can I drink alcohol with it?"][:3],
         ("card-grapefruit-interactions", 0.3049, "card-grapefruit-interactions::00"),
     ],
 }
