@@ -111,7 +111,7 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
         "Answerability (issue 17): golden questions, and golden questions asked in Portuguese, "
         "Spanish and Italian (`translated`), are answerable; uncovered and PubMedQA questions "
         "are not. For `translated` the refused share is a false refusal rate. Held-out part of "
-        "`evals/answerability.py`'s split. AUROC of each signal alone and combined, on all "
+        "`evals/answerability/`'s split. AUROC of each signal alone and combined, on all "
         "held-out questions and on those asked in each language.",
         "",
     ]

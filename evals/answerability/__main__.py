@@ -1,0 +1,55 @@
+"""``python -m cardrag.evals.answerability``: fit, report and (``--write``) store a calibration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from cardrag.app.grading import (
+    CALIBRATION_FILE,
+)
+from cardrag.evals.answerability.fitting import calibrate, write_calibration
+from cardrag.evals.answerability.questions import questions
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fit, report and (with ``--write``) store the calibration for the configured model."""
+    import tempfile
+
+    from cardrag.app.context import glossary_of, names_of, read_as
+    from cardrag.evals.systems import build, cached
+    from cardrag.ingest.cards import card_aliases, load_cards
+    from cardrag.ingest.embeddings import load_embeddings
+    from cardrag.ingest.settings import Settings
+
+    prog = "python -m cardrag.evals.answerability"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("--write", action="store_true", help=f"store it in {CALIBRATION_FILE}")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    embeddings = cached(
+        load_embeddings(settings.embedding_model, settings.threads), settings.embedding_model
+    )
+    with tempfile.TemporaryDirectory(prefix="cardrag-answerability-") as tmp:
+        shipped = load_cards(settings.cards_dir)
+        retriever = build([c.to_document() for c in shipped], embeddings, settings, Path(tmp))
+        names = names_of(retriever, card_aliases(shipped))
+        glossary = glossary_of(retriever)
+        calibrations, report = calibrate(
+            questions(),
+            retriever,
+            embeddings,
+            settings.embedding_model,
+            settings.k,
+            lambda text: read_as(text, names, glossary),
+        )
+    print(json.dumps(report, indent=2))
+    if args.write:
+        write_calibration(calibrations)
+        print(f"calibrations for {settings.embedding_model} written to {CALIBRATION_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
