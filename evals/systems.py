@@ -42,12 +42,13 @@ from tqdm.auto import tqdm
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.index.cache import cached_embeddings
-from cardrag.ingest.index.search import ChildHit
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.bm25 import search as lexical_search
 from cardrag.retrievers.fusion import best_per_parent
+from cardrag.retrievers.hits import ChildHit
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 
@@ -253,7 +254,9 @@ def run_systems(
         return lambda q: retriever.invoke(q, k=depth)
 
     def bm25_search(text: str) -> list[Document]:
-        parents = best_per_parent(ChildHit(c, p, s) for c, p, s in bm25.search(text, 100 * depth))
+        parents = best_per_parent(
+            ChildHit(c, p, s) for c, p, s in lexical_search(bm25, text, 100 * depth)
+        )
         return [Document(id=p.parent_id, page_content="") for p in parents[:depth]]
 
     runs = [

@@ -28,7 +28,7 @@ from typing import Any
 from langchain_core.stores import BaseStore
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.language import ANALYSED, SURE, detect, detect_with_probability
+from cardrag.ingest.language import detect
 
 logger = logging.getLogger(__name__)
 
@@ -37,16 +37,6 @@ STORE_PREFIX = "bm25/"
 """Key prefix of the index files in a byte store (:meth:`BM25Index.save_to`)."""
 READ_PAGE = 5000
 """Rows per Chroma ``get`` when rebuilding from a collection."""
-POSTINGS_PER_TOKEN = 10_000
-"""Postings a search reads per question token, highest BM25 contribution first.
-
-BM25's cost would otherwise grow with every child that shares a word with the question (a
-common word occurs in a large share of 500,000 children). The postings of each token are
-stored in impact order (:func:`impact_ordered`), so a search reads at most this many per
-token and never touches the rest. It is exact whenever no question token occurs in more
-children than this (every evaluation set here: at most 7,200 children); beyond, what is left
-out is a common word's lowest contributions (its IDF is low, and its highest-tf rows were
-read)."""
 
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
@@ -107,12 +97,12 @@ def _stemmer(language: str) -> Any:
 
 @dataclass
 class BM25Index:
-    """A BM25 index of child chunks; ``search`` returns ``(child_id, parent_id, score)``.
+    """A BM25 index of child chunks, searched by :func:`cardrag.retrievers.bm25.search`.
 
     Example:
         >>> index = BM25Index.build(["a::00"], ["a"], ["Keep insulin in the fridge."])
-        >>> [(child, parent) for child, parent, _ in index.search("insulin fridge", 5)]
-        [('a::00', 'a')]
+        >>> index.child_ids, index.parent_ids, index.languages
+        (['a::00'], ['a'], ('en',))
     """
 
     child_ids: list[str]
@@ -184,7 +174,7 @@ class BM25Index:
             >>> index = BM25Index.build(["a::00"], ["a"], ["Fridge."], keep_texts=True)
             >>> index = index.updated(["a"], [("b::00", "Keep it cold.", {"doc_id": "b"})],
             ...                       id_key="doc_id")
-            >>> index.child_ids, [p for _, p, _ in index.search("cold", 3)]
+            >>> index.child_ids, index.parent_ids
             (['b::00'], ['b'])
         """
         if self.texts is None or self.row_languages is None:
@@ -225,81 +215,16 @@ class BM25Index:
             keep_texts=True,
         )
 
-    def tokens(self, query: str) -> list[str]:
-        """The question's tokens: its analysis in each language of the rows, pooled.
-
-        Example:
-            >>> index = BM25Index([], [], None, languages=("en", "pt"), stemmed=("pt",))
-            >>> index.tokens("tomando leite")
-            ['tomando', 'leite', 'tom', 'leit']
-        """
-        pooled: dict[str, None] = {}
-        for language in self.languages:
-            stem = language in self.stemmed
-            pooled.update(dict.fromkeys(analyse(query, language, stem=stem)))
-        return list(pooled)
-
-    def reads(self, query: str) -> bool:
-        """Whether BM25 can judge the question: False when it is surely in another language.
-
-        A question in a language no card is written in shares only names and numbers with
-        the cards; its BM25 ranking then outvotes the multilingual dense one (measured on
-        XQuAD, Spanish questions over the English cards: ours recall@1 0.741 with BM25's
-        vote, 0.882 without, tuning part). The question's language is detected among
-        :data:`ANALYSED`; below :data:`SURE` probability, or where a card's language cannot
-        be detected, BM25 keeps its vote.
-
-        Example:
-            >>> english = BM25Index([], [], None, languages=("en",))
-            >>> english.reads("Posso tomar o comprimido com leite?"), english.reads("Milk?")
-            (False, True)
-        """
-        if not set(self.languages) <= set(ANALYSED):
-            return True
-        language, probability = detect_with_probability(query)
-        return language in self.languages or probability < SURE
-
-    def search(
-        self, query: str, n: int, *, allow_restricted: bool = False
-    ) -> list[tuple[str, str, float]]:
-        """The ``n`` best-scoring children (score > 0), best first; restricted rows skipped.
-
-        Nothing for a question BM25 cannot judge (:meth:`reads`).
-        """
-        if self.model is None or n <= 0 or not self.reads(query):
-            return []
-        known = self.model.vocab_dict
-        tokens = [t for t in self.tokens(query) if t in known]
-        if not tokens:
-            return []
-        mask = None if allow_restricted else self._public_mask
-        rows, scores = top_rows(
-            self.model.scores, [known[t] for t in tokens], n, POSTINGS_PER_TOKEN, mask
-        )
-        return [
-            (self.child_ids[i], self.parent_ids[i], float(s))
-            for i, s in zip(rows.tolist(), scores.tolist(), strict=True)
-        ]
-
-    def rows_of(self, parent_ids: Sequence[str]) -> list[str]:
-        """The ids of every child row of the given parents (restricted ones included).
-
-        Example:
-            >>> BM25Index(["a::00", "b::00", "a::01"], ["a", "b", "a"], None).rows_of(["a"])
-            ['a::00', 'a::01']
-        """
-        return [self.child_ids[i] for p in parent_ids for i in self._rows_by_parent.get(p, ())]
-
     @functools.cached_property
-    def _rows_by_parent(self) -> dict[str, list[int]]:
-        """Row numbers per parent, built on the first :meth:`rows_of`."""
+    def rows_by_parent(self) -> dict[str, list[int]]:
+        """Row numbers per parent (built on first use)."""
         rows: dict[str, list[int]] = {}
         for i, parent in enumerate(self.parent_ids):
             rows.setdefault(parent, []).append(i)
         return rows
 
     @functools.cached_property
-    def _public_mask(self) -> Any:
+    def public_mask(self) -> Any:
         """1 for rows of cards that are not restricted, 0 for the others (None: no row is)."""
         if not any(self.restricted):
             return None
@@ -453,50 +378,3 @@ def impact_ordered(scores: dict[str, Any]) -> dict[str, Any]:
     token = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     order = np.lexsort((indices, -data, token))  # by token, then contribution, then row
     return {**scores, "data": data[order], "indices": indices[order]}
-
-
-def top_rows(
-    scores: dict[str, Any],
-    token_ids: Sequence[int],
-    n: int,
-    depth: int,
-    mask: Any = None,
-) -> tuple[Any, Any]:
-    """The ``n`` best rows for the tokens, reading at most ``depth`` postings per token.
-
-    Reads each token's first ``depth`` postings of an :func:`impact_ordered` matrix, sums
-    them per row, weights them by ``mask`` (0 drops a row), and keeps rows scoring above 0.
-
-    Returns:
-        Row numbers and their scores, best first (ties: lower row first).
-
-    Example:
-        >>> import numpy as np
-        >>> m = {"data": np.array([0.5, 0.3, 0.1, 0.4], dtype=np.float32),
-        ...      "indices": np.array([1, 2, 0, 2]), "indptr": np.array([0, 3, 4]), "num_docs": 3}
-        >>> rows, values = top_rows(m, [0, 1], 2, depth=2)
-        >>> rows.tolist(), [round(v, 2) for v in values.tolist()]
-        ([2, 1], [0.7, 0.5])
-    """
-    import numpy as np
-
-    data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
-    spans = [(int(indptr[t]), min(int(indptr[t + 1]), int(indptr[t]) + depth)) for t in token_ids]
-    rows = np.concatenate([indices[a:b] for a, b in spans] or [np.empty(0, dtype=np.int64)])
-    values = np.concatenate([data[a:b] for a, b in spans] or [np.empty(0)])
-    # summed per row over a scratch array of every row (linear; sorting the postings costs 20
-    # times more at 500,000 rows), then read back at the postings: a row read for several
-    # tokens repeats, at most once per token, so the best n x tokens postings hold the n best
-    # rows, and only those are deduplicated
-    every = np.bincount(rows, weights=values, minlength=int(scores["num_docs"]))
-    sums = every[rows] if mask is None else every[rows] * mask[rows]
-    kept = sums > 0
-    rows, sums = rows[kept], sums[kept]
-    enough = n * max(1, len(spans))
-    if len(sums) > enough:
-        nth = np.partition(sums, len(sums) - enough)[len(sums) - enough]
-        rows, sums = rows[sums >= nth], sums[sums >= nth]
-    unique, first = np.unique(rows, return_index=True)
-    sums = sums[first]
-    order = np.lexsort((unique, -sums))[:n]  # at most n x tokens rows: sorting them is cheap
-    return unique[order], sums[order]

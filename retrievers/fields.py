@@ -1,4 +1,4 @@
-"""What ``ParentDocumentRetriever``'s fields mean here, and which cannot be honoured.
+"""The retriever's fields: what ``ParentDocumentRetriever``'s mean here, ours, and their checks.
 
 ``search_kwargs`` keeps LangChain's keys with their meaning: ``k`` (here it counts parents),
 ``filter`` (in the store's own form) and ``score_threshold`` (the similarity gate, as
@@ -8,21 +8,27 @@ construction with the reason, never accepted and ignored (house style).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from langchain_chroma import Chroma
+from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_classic.retrievers.multi_vector import SearchType
+from langchain_core.documents import BaseDocumentCompressor
+from langchain_core.stores import ByteStore
+from langchain_core.vectorstores import VectorStore
+from langchain_text_splitters import TextSplitter
+from pydantic import Field, model_validator
 
+from cardrag.ingest.index import Collections
+from cardrag.ingest.index.vectors import RowVectors
+from cardrag.ingest.lexical import BM25Index
+from cardrag.ingest.settings import default
 from cardrag.ingest.splitter import CardSplitter
-
-if TYPE_CHECKING:
-    from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.retrievers.stores import StoreFilter
 
 SEARCH_KWARGS = ("k", "filter", "score_threshold")
 """The ``search_kwargs`` keys the retriever honours (``k`` parents, ``filter``, and the gate)."""
 
 
-def field_problems(retriever: ScoredParentDocumentRetriever) -> list[str]:
+def field_problems(retriever: ScoredParentFields) -> list[str]:
     """Why a field of ``ParentDocumentRetriever`` or ours cannot be honoured (empty: all can).
 
     Example:
@@ -67,3 +73,144 @@ def field_problems(retriever: ScoredParentDocumentRetriever) -> list[str]:
         if isinstance(splitter, CardSplitter) and splitter.card_rows:
             problems.append(f"a CardSplitter with card_rows needs Chroma; the store is {name}")
     return problems
+
+
+BM25_PREFIX = "cardrag-bm25/"
+"""Key prefix of a hybrid retriever's BM25 files in its ``bm25_store``."""
+
+
+class ScoredParentFields(ParentDocumentRetriever):
+    """The fields the scored retriever adds to ``ParentDocumentRetriever``'s, and their checks.
+
+    ``ParentDocumentRetriever``'s own fields keep their meaning; the class a user builds is
+    :class:`~cardrag.retrievers.parent.ScoredParentDocumentRetriever`.
+    """
+
+    vectorstore: VectorStore
+    """The children's vector store: Chroma (the fast path: lean reads, whole-card rows, the
+    restricted collection) or any other LangChain ``VectorStore``."""
+    card_rows_store: Chroma | None = None
+    """The whole-card rows' own collection (as ``cardrag ingest`` builds it); None: card rows,
+    if any, share ``vectorstore`` and a ``chunk_index`` filter tells the kinds apart."""
+    restricted_store: Chroma | None = None
+    """The restricted cards' own collection, searched only with ``allow_restricted``; None:
+    their rows share the other collections and a ``sensitivity`` filter in the query excludes
+    them."""
+    child_splitter: TextSplitter = Field(default_factory=CardSplitter)
+    """Splits parents into children on ``add_documents`` (any ``TextSplitter``; the default
+    :class:`~cardrag.ingest.splitter.CardSplitter` overlaps on word boundaries, puts a
+    ``title`` on the first child and records every child's offsets)."""
+    id_key: str = "doc_id"
+    """Child metadata key holding the parent's id (LangChain's default; an index ``cardrag
+    ingest`` built uses ``parent_id``)."""
+    k: int = Field(default=default("k"), ge=1)
+    """Distinct parents to return (``search_kwargs["k"]`` sets it too)."""
+    fetch_multiplier: int = Field(default=default("fetch_multiplier"), ge=1)
+    """The first search fetches ``k * fetch_multiplier`` children."""
+    max_fetch: int = Field(default=default("max_fetch"), ge=1)
+    """Upper bound on children fetched for one question (the window doubles up to it)."""
+    min_similarity: float | None = None
+    """Drop parents whose best child similarity is below this; ``None`` keeps all
+    (``search_kwargs["score_threshold"]`` sets it too). The calibrated value depends on the
+    embedding model: :meth:`from_index` sets ``Settings.effective_min_similarity``."""
+    filter: StoreFilter | None = None
+    """A filter always applied, in the store's own form (a Chroma ``where``, a callable for
+    ``InMemoryVectorStore``), combined with ``search_kwargs["filter"]`` and any per-call one."""
+    allow_restricted: bool = False
+    """Return cards whose ``sensitivity`` is ``restricted`` (excluded in the query by default)."""
+    allow_internal: bool = False
+    """Return cards whose ``sensitivity`` is ``internal`` (written for staff). By default they
+    are ranked with the others and dropped before expansion: they are few, and a metadata
+    filter on the public collections would slow every query
+    (:mod:`cardrag.ingest.index.collections`)."""
+    card_rows: bool = False
+    """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
+    bm25: BM25Index | None = None
+    """BM25 over the same children; when set, its parent ranking is fused with the dense one."""
+    hybrid: bool = False
+    """Fuse BM25 over the children with the dense ranking. Without ``bm25`` the retriever makes
+    one (read from ``bm25_store``, else from a Chroma store's rows, else empty) and keeps it
+    in step with ``add_documents`` and ``delete``."""
+    bm25_store: ByteStore | None = None
+    """Where a hybrid retriever keeps its BM25 index across processes (any ``ByteStore``, keys
+    under ``cardrag-bm25/``); None: in memory, rebuilt from the rows of a Chroma store."""
+    row_vectors: RowVectors | None = None
+    """The children collection's vectors as an ingest saved them beside the index
+    (:mod:`cardrag.ingest.index.vectors`): the rows of parents only BM25 found are scored from
+    them instead of read from Chroma (the same scores, a fraction of the cost for long parents).
+    Set by :meth:`from_index`; dropped by any write through the retriever."""
+    dense_weight: float = Field(default=default("dense_weight"), ge=0)
+    """RRF weight of the dense best-child ranking."""
+    card_weight: float = Field(default=default("card_weight"), ge=0)
+    """RRF weight of the whole-card rows' ranking (used only where the index has card rows)."""
+    bm25_weight: float = Field(default=default("bm25_weight"), ge=0)
+    """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
+    rrf_c: int = Field(default=default("rrf_c"), ge=1)
+    """The ``c`` of reciprocal rank fusion: larger flattens the difference between ranks."""
+    adaptive_fusion: bool = default("adaptive_fusion")
+    """Fusion that follows the question: a ranking's weight grows with its first parent's
+    lead, and the parent BM25 and a dense ranking both put first goes first (False: plain weighted
+    RRF)."""
+    reranker: BaseDocumentCompressor | None = None
+    """Reorders the top ``rerank_candidates`` parents (e.g. the cross-encoder in
+    :mod:`cardrag.retrievers.rerank`) before the best ``k`` are returned."""
+    rerank_candidates: int = Field(default=default("rerank_candidates"), ge=1)
+    """Parents handed to the reranker (at least ``k``)."""
+    concurrent_reads: bool = default("concurrent_reads")
+    """Make the independent reads of one question at the same time (the vector queries and
+    BM25; then the reads by id; then the matched rows and the docstore), on a small shared
+    thread pool. False reads one after the other (one core per request, for a server that
+    runs as many workers as cores)."""
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> ScoredParentFields:
+        """Refuse what cannot be honoured, with the reason; make the hybrid BM25 index."""
+        problems = field_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        if self.max_fetch < self._k:
+            msg = f"max_fetch ({self.max_fetch}) must be at least k ({self._k})"
+            raise ValueError(msg)
+        if self.hybrid and self.bm25 is None:
+            self.bm25 = self._open_bm25()
+        return self
+
+    def _open_bm25(self) -> BM25Index:
+        """The hybrid retriever's BM25: saved in ``bm25_store``, or over Chroma's rows, or new."""
+        if self.bm25_store is not None:
+            saved = BM25Index.load_from(self.bm25_store, BM25_PREFIX)
+            if saved is not None:
+                return saved
+        if isinstance(self.vectorstore, Chroma):
+            return BM25Index.from_collections(
+                self.collections.with_children(), id_key=self.id_key, keep_texts=True
+            )
+        return BM25Index.build([], [], [], keep_texts=True)
+
+    # -- retrieval ----------------------------------------------------------------------------
+
+    @property
+    def _k(self) -> int:
+        """Parents to return: ``search_kwargs["k"]`` where given, else ``k``."""
+        return int(self.search_kwargs.get("k", self.k))
+
+    @property
+    def similarity_gate(self) -> float | None:
+        """The gate a call without ``min_similarity`` applies (None: no gate).
+
+        ``search_kwargs["score_threshold"]`` where given, else ``min_similarity``.
+        """
+        threshold = self.search_kwargs.get("score_threshold", self.min_similarity)
+        return None if threshold is None else float(threshold)
+
+    @property
+    def collections(self) -> Collections:
+        """The Chroma collections this retriever reads and writes.
+
+        Raises:
+            TypeError: when the vector store is not Chroma.
+        """
+        if not isinstance(self.vectorstore, Chroma):
+            msg = f"{type(self.vectorstore).__name__} is not Chroma: it has no collections"
+            raise TypeError(msg)
+        return Collections(self.vectorstore, self.card_rows_store, self.restricted_store)

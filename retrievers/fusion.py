@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.search import ChildHit
 from cardrag.ingest.settings import default
+from cardrag.retrievers.hits import ChildHit
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Reading children from any LangChain vector store, through its public API.
 
-Chroma is the fast path (:class:`~cardrag.ingest.index.search.RowReader`: lean reads, separate
+Chroma is the fast path (:class:`~cardrag.retrievers.hits.RowReader`: lean reads, separate
 collections, rows read by id with their vectors). Every other ``VectorStore`` is read by
 :class:`StoreReader`, with the same three calls, so the retriever's loop (over-fetch, best
 child per parent, k distinct parents, fusion, the gate) is the same for both.
@@ -30,13 +30,13 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from cardrag.ingest.index.search import (
+from cardrag.retrievers.hits import (
     ChildHit,
     best_hits,
-    cosine_similarities,
     nearest,
     orphans,
 )
+from cardrag.retrievers.scan import cosine_similarities
 
 logger = logging.getLogger(__name__)
 

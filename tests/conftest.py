@@ -306,3 +306,21 @@ def redis_url() -> Iterator[str]:
     proc = start_redis(port)
     yield f"redis://127.0.0.1:{port}/0"
     stop(proc)
+
+
+def bm25_corpus(n: int) -> tuple[list[str], list[str], list[str]]:
+    """``n`` children over a small vocabulary, so common words have long posting lists."""
+    words = [
+        "insulin",
+        "fridge",
+        "tablet",
+        "dose",
+        "stomach",
+        "water",
+        "morning",
+        "pen",
+        "travel",
+        "milk",
+    ]
+    texts = [" ".join(words[(i * j) % len(words)] for j in range(1, 2 + i % 7)) for i in range(n)]
+    return [f"c{i}::00" for i in range(n)], [f"c{i}" for i in range(n)], texts

@@ -7,7 +7,7 @@ rows read, and a long parent has a hundred of them (100 parents of 30,000 charac
 1,000 rows and 22 ms a question, against 2.3 ms for the first window's query). The same
 vectors, kept in a NumPy file in the generation's folder and memory-mapped, are scored in well
 under a millisecond, with the same float32 values and the same cosine
-(:func:`~cardrag.ingest.index.search.cosine_similarities`): the scores are identical.
+(:func:`~cardrag.retrievers.scan.cosine_similarities`): the scores are identical.
 
 Ingest writes them (:meth:`RowVectors.from_collection`, read back page by page from the
 children collection it has just written; restricted rows and whole-card rows live in their own
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,6 @@ import numpy as np
 READ_PAGE = 5000
 """Rows read back from Chroma per ``get`` while writing (one ``get`` of a whole large
 collection fails inside Chroma: "too many SQL variables")."""
-ROUGH_MARGIN = 1e-4
-"""How far under a parent's best float32 cosine a row may be and still be scored exactly: well
-above float32's rounding of a 384-dimension cosine (about 384 x 6e-8 = 2.3e-5 at worst), so
-the row the exact cosine ranks first is always among them."""
 MATRIX, IDS = "vectors.npy", "ids.json"
 """The two files of a saved :class:`RowVectors`."""
 VECTORS = "vectors"
@@ -47,10 +42,12 @@ CARDS = "cards"
 class RowVectors:
     """Row ids and their vectors (float32, one row each), as Chroma stores them.
 
+    Scored by :mod:`cardrag.retrievers.scan`.
+
     Example:
-        >>> vectors = RowVectors(["a::00", "a::01"], np.eye(2, dtype=np.float32))
-        >>> vectors.scores([1.0, 0.0], ["a::01", "a::00", "b::00"])
-        (['a::01', 'a::00'], [0.0, 1.0])
+        >>> vectors = RowVectors(["a::00", "a::01", "b::00"], np.eye(3, dtype=np.float32))
+        >>> vectors.positions["b::00"], vectors.row_count("a")
+        (2, 2)
     """
 
     ids: list[str]
@@ -62,57 +59,20 @@ class RowVectors:
     :data:`CARDS`; None for a generation written before they were (read from Chroma)."""
 
     @functools.cached_property
-    def _row(self) -> dict[str, int]:
+    def positions(self) -> dict[str, int]:
+        """Each row id's position in the matrix (built on first use)."""
         return {row_id: n for n, row_id in enumerate(self.ids)}
 
-    def scores(
-        self, vector: Sequence[float], row_ids: Sequence[str]
-    ) -> tuple[list[str], list[float]]:
-        """The given rows that are here, and each one's cosine with ``vector``.
-
-        The cosine of :func:`~cardrag.ingest.index.search.cosine_similarities` (float64 over
-        the stored float32 values), so a row scores as it does read from Chroma.
-        """
-        from cardrag.ingest.index.search import cosine_similarities
-
-        found = [(row_id, self._row[row_id]) for row_id in row_ids if row_id in self._row]
-        if not found:
-            return [], []
-        rows = self.matrix[np.fromiter((n for _, n in found), dtype=np.int64, count=len(found))]
-        return [row_id for row_id, _ in found], cosine_similarities(vector, rows)
-
     @functools.cached_property
-    def _unit(self) -> np.ndarray:
-        """The rows scaled to unit length (float32; built once, on first :meth:`nearest_ids`)."""
+    def unit(self) -> np.ndarray:
+        """The rows scaled to unit length (float32; built on first use)."""
         matrix = np.asarray(self.matrix, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
 
-    def nearest_ids(self, vector: Sequence[float], n: int) -> list[str]:
-        """The ids of the ``n`` rows nearest ``vector`` by cosine, nearest first (an exact scan).
-
-        One float32 product over every row: for a store of a few thousand rows it costs less
-        than one vector query to Chroma, and a larger window costs no more than a smaller
-        one. The ids only: :meth:`scores` gives their cosines as every other read does.
-
-        Example:
-            >>> vectors = RowVectors(["a::00", "a::01", "b::00"],
-            ...                      np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
-            >>> vectors.nearest_ids([0.0, 1.0], 2)
-            ['a::01', 'b::00']
-        """
-        if not self.ids or n <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32)
-        sims = self._unit @ (query / (np.linalg.norm(query) or 1.0))
-        n = min(n, len(self.ids))
-        top = np.argpartition(-sims, n - 1)[:n] if n < len(self.ids) else np.arange(n)
-        order = top[np.lexsort((top, -sims[top]))]  # nearest first, ties by position
-        return [self.ids[int(i)] for i in order]
-
     @functools.cached_property
-    def _by_parent(self) -> dict[str, np.ndarray]:
-        """Each parent's row positions, in child-id order (built once, on first use)."""
+    def rows_by_parent(self) -> dict[str, np.ndarray]:
+        """Each parent's row positions, in child-id order (built on first use)."""
         rows: dict[str, list[int]] = {}
         for n, row_id in enumerate(self.ids):
             rows.setdefault(row_id.rpartition("::")[0], []).append(n)
@@ -124,53 +84,8 @@ class RowVectors:
 
     def row_count(self, parent_id: str) -> int:
         """How many rows a parent has here."""
-        found = self._by_parent.get(parent_id)
+        found = self.rows_by_parent.get(parent_id)
         return 0 if found is None else len(found)
-
-    def best_per_parent(
-        self, vector: Sequence[float], parent_ids: Sequence[str]
-    ) -> tuple[list[str], list[float]]:
-        """Each given parent's best row here and its cosine with ``vector``, parents in order.
-
-        The scores of :meth:`scores` (one :func:`~cardrag.ingest.index.search.cosine_similarities`
-        over every row of those parents); ties go to the lower child id, as in
-        :func:`~cardrag.ingest.index.search.best_by_parent`. Without a loop over rows: a long
-        parent's hundred rows are one slice of scores each.
-
-        Example:
-            >>> vectors = RowVectors(["a::00", "a::01", "b::00"],
-            ...                      np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
-            >>> ids, scores = vectors.best_per_parent([0.0, 1.0], ["a", "b", "c"])
-            >>> ids, [round(s, 3) for s in scores]
-            (['a::01', 'b::00'], [1.0, 0.707])
-        """
-        from cardrag.ingest.index.search import cosine_similarities
-
-        parts = [(p, self._by_parent[p]) for p in dict.fromkeys(parent_ids) if p in self._by_parent]
-        if not parts:
-            return [], []
-        positions = np.concatenate([rows for _, rows in parts])
-        lengths = np.array([len(rows) for _, rows in parts])
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        # a float32 product finds the few rows that can be each parent's best; only those
-        # are scored exactly (a long parent's hundred rows cost one product, not a hundred
-        # float64 cosines)
-        rows32 = np.asarray(self.matrix[positions], dtype=np.float32)
-        query = np.asarray(vector, dtype=np.float32)
-        norms = np.linalg.norm(rows32, axis=1) * (np.linalg.norm(query) or 1.0)
-        rough = (rows32 @ query) / np.where(norms == 0, 1.0, norms)
-        ceiling = np.repeat(np.maximum.reduceat(rough, starts), lengths)
-        close = np.flatnonzero(rough >= ceiling - ROUGH_MARGIN)
-        exact = np.asarray(cosine_similarities(vector, self.matrix[positions[close]]))
-        segment_of = np.repeat(np.arange(len(parts)), lengths)[close]
-        ids: list[str] = []
-        best: list[float] = []
-        for n in range(len(parts)):
-            mine = np.flatnonzero(segment_of == n)
-            top = mine[int(np.argmax(exact[mine]))]  # the first of equal scores: lower child id
-            ids.append(self.ids[int(positions[close[top]])])
-            best.append(float(exact[top]))
-        return ids, best
 
     @classmethod
     def from_collection(cls, collection: Any) -> RowVectors:

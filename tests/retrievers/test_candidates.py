@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardrag.ingest.index.search import ChildHit
 from cardrag.retrievers.candidates import (
     card_rows_of,
     first_fetch,
@@ -11,6 +10,7 @@ from cardrag.retrievers.candidates import (
     without_card_row,
 )
 from cardrag.retrievers.fusion import ParentHit
+from cardrag.retrievers.hits import ChildHit
 
 
 def test_pure_fetch_planning() -> None:

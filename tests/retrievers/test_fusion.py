@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from cardrag.ingest.index.search import ChildHit
 from cardrag.retrievers.fusion import (
     LEAD_GAIN_BM25,
     FusionWeights,
@@ -16,6 +15,7 @@ from cardrag.retrievers.fusion import (
     rank_parents,
     reciprocal_rank_fusion,
 )
+from cardrag.retrievers.hits import ChildHit
 
 
 def test_best_per_parent_keeps_each_parents_best_child() -> None:

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from cardrag.ingest.index import Index, open_index
-from cardrag.ingest.settings import MODEL_MIN_SIMILARITY
+from cardrag.ingest.models import model_profile
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL
 
@@ -50,7 +50,7 @@ class TestScoredParentDocumentRetrieverStandard(RetrieversIntegrationTests):
             "restricted_store": collections.restricted,
             "docstore": self.index.docstore,
             "bm25": self.index.bm25,
-            "min_similarity": MODEL_MIN_SIMILARITY[REAL_MODEL],
+            "min_similarity": model_profile(REAL_MODEL).min_similarity,  # type: ignore[union-attr]
         }
 
     @property

@@ -27,6 +27,7 @@ from cardrag.ingest.index.parents import deserialize_parent, open_parent_store, 
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.bm25 import question_tokens, search
 from tests.conftest import CARDS_DIR, REAL_MODEL, FakeEmbeddings, card_folder
 
 CHILD_ID = re.compile(r"^card-[a-z0-9-]+::\d{2}$")
@@ -288,8 +289,8 @@ def test_bm25_from_the_rows_written_is_the_index_a_read_back_builds(tmp_path: Pa
     )
     assert "card-staff::00" in index.bm25.child_ids  # restricted rows indexed, flagged
     for question in ("insulin", "iron tea", "escalation code"):
-        assert index.bm25.search(question, 5) == read_back.search(question, 5)
-    assert [c for c, _, _ in index.bm25.search("insulin", 5)] == [
+        assert search(index.bm25, question, 5) == search(read_back, question, 5)
+    assert [c for c, _, _ in search(index.bm25, "insulin", 5)] == [
         "card-alpha::01",
         "card-alpha::00",
     ]
@@ -381,8 +382,8 @@ def test_a_card_folder_is_analysed_in_its_own_language_with_no_setting(
         assert parent.metadata[md.LANGUAGE] == language
         # the question is analysed as the cards are: its stop words ("com", "con", "il", "le")
         # are dropped and its content words stemmed (the default stems pt and it)
-        assert index.bm25.tokens(question) == tokens
-        assert index.bm25.search(question, 5)[0][1] == expected
+        assert question_tokens(index.bm25, question) == tokens
+        assert search(index.bm25, question, 5)[0][1] == expected
     finally:
         index.close()
 

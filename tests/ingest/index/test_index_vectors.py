@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +12,12 @@ from langchain_core.embeddings import Embeddings
 from cardrag.evals.bench.synthetic import synthetic_cards
 from cardrag.ingest.index import build_index, open_index
 from cardrag.ingest.index import vectors as vectors_module
-from cardrag.ingest.index.search import SCAN_ROWS, RowReader
 from cardrag.ingest.index.vectors import VECTORS, RowVectors
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.bm25 import rows_of
+from cardrag.retrievers.hits import SCAN_ROWS, RowReader
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
+from cardrag.retrievers.scan import scores_of
 
 QUESTIONS = [
     "tablet dose morning food stomach",
@@ -68,19 +71,13 @@ def test_rows_are_read_back_a_page_at_a_time(
     assert np.array_equal(written.matrix, whole.matrix)
 
 
-def test_each_parents_best_row_ties_to_the_lower_child_id() -> None:
-    same = np.array([[0.6, 0.8], [1, 0], [0.6, 0.8], [0.6, 0.8]], dtype=np.float32)
-    vectors = RowVectors(["a::10", "a::02", "a::09", "b::00"], same)
-    assert vectors.best_per_parent([0.6, 0.8], ["b", "a", "z"])[0] == ["b::00", "a::09"]
-
-
 def test_a_saved_matrix_loads_back_and_a_folder_without_one_is_none(tmp_path: Path) -> None:
     saved = RowVectors(["a::00", "b::00"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
     saved.save(tmp_path / VECTORS)
     loaded = RowVectors.load(tmp_path / VECTORS)
     assert loaded is not None
     assert (loaded.ids, loaded.matrix.tolist()) == (saved.ids, saved.matrix.tolist())
-    assert loaded.scores([0.0, 1.0], ["b::00", "c::00"]) == (["b::00"], [pytest.approx(0.8)])
+    assert scores_of(loaded, [0.0, 1.0], ["b::00", "c::00"]) == (["b::00"], [pytest.approx(0.8)])
     assert RowVectors.load(tmp_path / "elsewhere") is None
 
 
@@ -94,7 +91,7 @@ def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
     )
     assert index.bm25 is not None
     parents = [f"card-syn-{i:06d}" for i in range(0, 12, 2)]
-    rows = index.bm25.rows_of(parents)
+    rows = rows_of(index.bm25, parents)
     assert len(rows) > 120
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
@@ -103,7 +100,7 @@ def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
             (h.child_id, h.score) for h in chroma.best_of(vector, rows, None)
         ]  # exactly: the same float32 values, the same cosine
         assert len(best) == 6  # one per parent
-        by_parent = saved.best_of_parents(vector, parents, index.bm25.rows_of, None)
+        by_parent = saved.best_of_parents(vector, parents, partial(rows_of, index.bm25), None)
         assert [(h.child_id, h.score) for h in by_parent] == [
             (h.child_id, h.score) for h in best
         ]  # each parent's rows as one slice: the same hits, in the same order
@@ -237,13 +234,3 @@ def test_with_card_rows_the_retriever_answers_as_without_saved_vectors(
         for g, w in zip(got, want, strict=True):
             assert g.metadata["score"] == pytest.approx(w.metadata["score"], abs=1e-6)
             assert g.metadata["fused_score"] == pytest.approx(w.metadata["fused_score"], abs=step)
-
-
-def test_a_parents_best_row_is_chosen_by_its_exact_cosine_where_float32_ties() -> None:
-    # both rows round to a cosine of 1.0 in float32; only the second is exactly 1.0
-    matrix = np.array([[1.0, 1e-4], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
-    vectors = RowVectors(["a::00", "a::01", "b::00"], matrix)
-    ids, scores = vectors.best_per_parent([1.0, 0.0], ["a", "b"])
-    assert ids == ["a::01", "b::00"]
-    assert scores == [1.0, 0.0]
-    assert vectors.scores([1.0, 0.0], ["a::00"])[1][0] < 1.0  # the first is below, exactly

@@ -8,11 +8,11 @@ from langchain_core.embeddings import Embeddings
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import chroma_client, open_collections
-from cardrag.ingest.index.search import (
+from cardrag.retrievers.hits import (
     RowReader,
-    cosine_similarities,
     distance_to_similarity,
 )
+from cardrag.retrievers.scan import cosine_similarities
 
 
 @pytest.mark.parametrize(

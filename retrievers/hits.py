@@ -34,6 +34,7 @@ from langchain_chroma import Chroma
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import Collections, Where
 from cardrag.ingest.index.vectors import RowVectors
+from cardrag.retrievers.scan import best_of_parents, cosine_similarities, nearest_ids, scores_of
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class RowReader:
         for store, only in self._plan(card_rows, where):
             saved = self._saved(store, only)
             if saved is not None and len(saved.ids) <= SCAN_ROWS:
-                ids, scores = saved.scores(vector, saved.nearest_ids(vector, fetch))
+                ids, scores = scores_of(saved, vector, nearest_ids(saved, vector, fetch))
                 hits += self._lean(store, ids, scores)
             else:
                 hits += self._query(store, vector, fetch, only)
@@ -130,7 +131,7 @@ class RowReader:
         for store, plan_filter in self._plan(card_rows, where):
             saved = self._saved(store, plan_filter)
             if saved is not None:
-                ids, scores = saved.scores(vector, row_ids)
+                ids, scores = scores_of(saved, vector, row_ids)
             else:
                 rows = store._collection.get(
                     ids=list(row_ids), where=plan_filter, include=["embeddings"]
@@ -152,7 +153,7 @@ class RowReader:
         if not self._saved_children(where):
             return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
         assert self.vectors is not None  # checked by _saved_children
-        ids, scores = self.vectors.scores(vector, row_ids)
+        ids, scores = scores_of(self.vectors, vector, row_ids)
         best = best_by_parent(
             (i, i.rpartition("::")[0], s) for i, s in zip(ids, scores, strict=True)
         )
@@ -174,7 +175,7 @@ class RowReader:
         if not self._saved_children(where):
             return self.best_of(vector, rows_of(parent_ids), where)
         assert self.vectors is not None  # checked by _saved_children
-        ids, scores = self.vectors.best_per_parent(vector, parent_ids)
+        ids, scores = best_of_parents(self.vectors, vector, parent_ids)
         hits = self._lean(self.collections.children, ids, scores)
         return nearest(hits, len(hits))
 
@@ -361,26 +362,6 @@ def distance_to_similarity(distance: float, space: str) -> float:
         return 1.0 - distance / 2.0
     msg = f"unknown distance space {space!r}; expected one of {', '.join(SPACES)}"
     raise ValueError(msg)
-
-
-def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:
-    """The cosine similarity of the question to each row vector (for rows read with ``get``).
-
-    Equal to :func:`distance_to_similarity` of the row's distance in any space for unit-length
-    vectors, and computed without a vector search.
-
-    Example:
-        >>> [round(s, 3) for s in cosine_similarities([1.0, 0.0], [[1.0, 0.0], [0.0, 2.0]])]
-        [1.0, 0.0]
-    """
-    matrix = np.asarray(rows, dtype=np.float64).reshape(-1, len(query))
-    vector = np.asarray(query, dtype=np.float64)
-    # row by row (a product, then numpy's pairwise sum of each row), not a matrix product: a
-    # row's score must not depend on which rows were read with it (BLAS blocks rows, and the
-    # last bit of a score then moved with the batch)
-    dots = (matrix * vector).sum(axis=1)
-    norms = np.sqrt((matrix * matrix).sum(axis=1)) * (np.linalg.norm(vector) or 1.0)
-    return [float(x) for x in dots / np.where(norms == 0, 1.0, norms)]
 
 
 def collection_space(vectorstore: Any) -> str:

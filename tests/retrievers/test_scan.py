@@ -1,0 +1,24 @@
+"""Exact scans over saved row vectors (:mod:`cardrag.retrievers.scan`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cardrag.ingest.index.vectors import RowVectors
+from cardrag.retrievers.scan import best_of_parents, scores_of
+
+
+def test_each_parents_best_row_ties_to_the_lower_child_id() -> None:
+    same = np.array([[0.6, 0.8], [1, 0], [0.6, 0.8], [0.6, 0.8]], dtype=np.float32)
+    vectors = RowVectors(["a::10", "a::02", "a::09", "b::00"], same)
+    assert best_of_parents(vectors, [0.6, 0.8], ["b", "a", "z"])[0] == ["b::00", "a::09"]
+
+
+def test_a_parents_best_row_is_chosen_by_its_exact_cosine_where_float32_ties() -> None:
+    # both rows round to a cosine of 1.0 in float32; only the second is exactly 1.0
+    matrix = np.array([[1.0, 1e-4], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    vectors = RowVectors(["a::00", "a::01", "b::00"], matrix)
+    ids, scores = best_of_parents(vectors, [1.0, 0.0], ["a", "b"])
+    assert ids == ["a::01", "b::00"]
+    assert scores == [1.0, 0.0]
+    assert scores_of(vectors, [1.0, 0.0], ["a::00"])[1][0] < 1.0  # the first is below, exactly
