@@ -14,9 +14,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from cardrag.app.calibration import load_calibrations
 from cardrag.app.extractive import ExtractiveAnswerer
 from cardrag.app.glossary import Glossary, glossary_for
-from cardrag.app.grading import Grader, load_calibrations
+from cardrag.app.grading import Grader
 from cardrag.app.names import Names
 from cardrag.app.vectors import QuestionCache, Vectors
 from cardrag.ingest.embeddings import load_embeddings

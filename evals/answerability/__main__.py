@@ -6,11 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from cardrag.app.grading import (
-    CALIBRATION_FILE,
-)
 from cardrag.evals.answerability.fitting import calibrate, write_calibration
 from cardrag.evals.answerability.questions import questions
+from cardrag.ingest.models import MODELS_FILE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
     prog = "python -m cardrag.evals.answerability"
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("--write", action="store_true", help=f"store it in {CALIBRATION_FILE}")
+    parser.add_argument("--write", action="store_true", help=f"store it in {MODELS_FILE}")
     args = parser.parse_args(argv)
     settings = Settings()
     embeddings = cached(
@@ -47,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report, indent=2))
     if args.write:
         write_calibration(calibrations)
-        print(f"calibrations for {settings.embedding_model} written to {CALIBRATION_FILE}")
+        print(f"calibrations for {settings.embedding_model} written to {MODELS_FILE}")
     return 0
 
 

@@ -12,15 +12,9 @@ from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
 from cardrag.app.aspects import aspect_verdict
+from cardrag.app.calibration import SAME_LANGUAGE, Calibration, Calibrations
 from cardrag.app.glossary import unglossed
-from cardrag.app.grading import (
-    SAME_LANGUAGE,
-    Calibration,
-    Calibrations,
-    card_language,
-    leads,
-    pair_features,
-)
+from cardrag.app.grading import card_language, leads, pair_features
 from cardrag.app.terms import question_language, salient_terms
 from cardrag.app.vectors import Vectors
 from cardrag.evals.answerability.questions import Question, held_out_ids

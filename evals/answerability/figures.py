@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from cardrag.app.grading import (
-    Calibrations,
-)
+from cardrag.app.calibration import Calibrations
 from cardrag.app.terms import LANGUAGES
 from cardrag.evals.answerability.features import Scored, question_score
 from cardrag.evals.answerability.questions import Question, held_out_ids

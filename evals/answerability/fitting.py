@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -11,13 +10,13 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from cardrag.app.grading import (
+from cardrag.app.calibration import (
     ACROSS_LANGUAGES,
-    CALIBRATION_FILE,
     FEATURES,
     SAME_LANGUAGE,
     Calibration,
     Calibrations,
+    stored,
 )
 from cardrag.evals.answerability.features import (
     Scored,
@@ -28,6 +27,7 @@ from cardrag.evals.answerability.features import (
 )
 from cardrag.evals.answerability.figures import evaluate
 from cardrag.evals.answerability.questions import Question
+from cardrag.ingest.models import MODELS_FILE, write_grading
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 FALSE_REFUSAL_BUDGET = 0.02
@@ -181,23 +181,6 @@ def calibrate(
     return calibrations, report
 
 
-def write_calibration(calibrations: Calibrations, path: Path = CALIBRATION_FILE) -> None:
-    """Store (or replace) one model's calibrations in the app's calibration file."""
-    stored = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    pairs = (
-        (SAME_LANGUAGE, calibrations.same_language),
-        (ACROSS_LANGUAGES, calibrations.across_languages),
-    )
-    stored[calibrations.same_language.model] = {
-        relation: {
-            "features": list(c.features),
-            "mean": [round(v, 6) for v in c.mean],
-            "scale": [round(v, 6) for v in c.scale],
-            "weights": [round(v, 6) for v in c.weights],
-            "bias": round(c.bias, 6),
-            "threshold": round(c.threshold, 6),
-            **({} if c.min_similarity is None else {"min_similarity": c.min_similarity}),
-        }
-        for relation, c in pairs
-    }
-    path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+def write_calibration(calibrations: Calibrations, path: Path = MODELS_FILE) -> None:
+    """Store (or replace) one model's calibrations in the model registry (``grading``)."""
+    write_grading(calibrations.same_language.model, stored(calibrations), path)

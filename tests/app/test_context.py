@@ -6,9 +6,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.stores import InMemoryStore
 
+from cardrag.app.calibration import load_calibrations
 from cardrag.app.context import Context, across_gate, resolve_chat_model
 from cardrag.app.extractive import ExtractiveAnswerer
-from cardrag.app.grading import load_calibrations
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings

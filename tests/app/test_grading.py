@@ -6,23 +6,18 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from cardrag.app.grading import (
+from cardrag.app.calibration import (
     ACROSS_LANGUAGES,
     FEATURES,
     SAME_LANGUAGE,
     Calibration,
     Calibrations,
-    Grade,
-    Grader,
-    card_features,
-    grade_card,
-    leads,
     load_calibrations,
-    refusal_reason,
 )
+from cardrag.app.grading import Grade, Grader, card_features, grade_card, leads, refusal_reason
 from cardrag.app.terms import missing_terms, salient_terms, vocabulary
 from cardrag.app.vectors import Vectors
-from cardrag.ingest.settings import MODEL_MIN_SIMILARITY
+from cardrag.ingest.models import known_models
 from tests.conftest import FakeEmbeddings
 
 
@@ -123,21 +118,23 @@ def _entry(features: tuple[str, ...], threshold: float) -> dict[str, object]:
 
 
 def test_calibrations_are_per_model(tmp_path: Path) -> None:
-    path = tmp_path / "calibration.json"
+    path = tmp_path / "models.json"
     entry = {relation: _entry(names, 0.5) for relation, names in FEATURES.items()}
     entry[ACROSS_LANGUAGES]["threshold"] = 1.5
-    path.write_text(json.dumps({"m": entry}), encoding="utf-8")
+    listed = {"backend": "sentence-transformers", "min_similarity": 0.3}
+    path.write_text(json.dumps({"m": {**listed, "grading": entry}, "n": listed}), "utf-8")
     loaded = load_calibrations("m", path)
     assert loaded is not None
     assert (loaded.same_language.threshold, loaded.across_languages.threshold) == (0.5, 1.5)
     ones = dict.fromkeys(EVERY_FEATURE, 1.0)
     assert loaded.of(True).answerability(ones) == len(FEATURES[SAME_LANGUAGE]) - 1.0
     assert loaded.of(False).margin(ones) == len(FEATURES[ACROSS_LANGUAGES]) - 1.0 - 1.5
+    assert load_calibrations("n", path) is None  # listed, not fitted
     assert load_calibrations("other", path) is None
     assert load_calibrations("m", tmp_path / "missing.json") is None
 
 
-@pytest.mark.parametrize("model", sorted(MODEL_MIN_SIMILARITY))
+@pytest.mark.parametrize("model", sorted(known_models()))
 def test_every_model_with_a_calibrated_gate_has_a_grading_calibration(model: str) -> None:
     calibrations = load_calibrations(model)
     assert calibrations is not None
@@ -236,11 +233,12 @@ def test_the_sentence_features_are_the_best_and_the_mean_sentence() -> None:
 
 
 def test_a_calibration_for_other_features_is_refused_with_the_file_named(tmp_path: Path) -> None:
-    path = tmp_path / "calibration.json"
+    path = tmp_path / "models.json"
     # the single calibration of before: one set of features for every card
     old = _entry((*FEATURES[SAME_LANGUAGE], "same_language"), 0.5)
-    path.write_text(json.dumps({"m": old}), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"calibration\.json: m\.same_language\.features"):
+    entry = {"backend": "sentence-transformers", "min_similarity": 0.3, "grading": old}
+    path.write_text(json.dumps({"m": entry}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"models\.json: m\.grading\.same_language\.features"):
         load_calibrations("m", path)
 
 

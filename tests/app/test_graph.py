@@ -227,7 +227,7 @@ def test_a_name_only_a_cards_aliases_know_is_answered_from_that_card(
 def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refused(
     shipped_index_dir: Path, real_embeddings: Embeddings, question: str, reason: str | None
 ) -> None:
-    from cardrag.app.grading import load_calibrations
+    from cardrag.app.calibration import load_calibrations
     from cardrag.ingest.settings import Settings
 
     settings = Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL)

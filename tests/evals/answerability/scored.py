@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from cardrag.app.grading import FEATURES
+from cardrag.app.calibration import FEATURES
 from cardrag.evals.answerability import Question, Scored
 
 

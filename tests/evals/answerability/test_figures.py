@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cardrag.app.grading import (
-    FEATURES,
-    SAME_LANGUAGE,
-    Calibrations,
-)
+from cardrag.app.calibration import FEATURES, SAME_LANGUAGE, Calibrations
 from cardrag.evals.answerability import (
     auroc,
     best_threshold,

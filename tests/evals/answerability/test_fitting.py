@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from cardrag.app.grading import (
+from cardrag.app.calibration import (
     ACROSS_LANGUAGES,
     FEATURES,
     SAME_LANGUAGE,
