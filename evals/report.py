@@ -172,3 +172,40 @@ def _auroc(value: float | None) -> str:
 
 def _rate(row: dict[str, Any]) -> str:
     return f"{row['refused']}/{row['questions']} = {row['rate']:.3f}"
+
+
+def print_table(name: str, entry: dict[str, Any]) -> None:
+    """The system x metric table on stdout."""
+    metrics = ["recall@1", "recall@5", "mrr@10", "ndcg@10", "parents@5", "ms/query"]
+    print(f"\nours = {entry['ours']}")
+    print(
+        f"{name}: {entry['cards']} cards, {entry['children']} children, "
+        f"{entry['queries']} questions ({entry['license']})"
+    )
+    print(f"{'system':<16}" + "".join(f"{m:>11}" for m in metrics))
+    for system, values in entry["systems"].items():
+        print(f"{system:<16}" + "".join(f"{values[m]:>11.3f}" for m in metrics))
+
+
+def print_golden(entry: dict[str, Any]) -> None:
+    """The golden run's figures on stdout."""
+    print_table("golden", entry)
+    print(f"\napp: {entry['app']}")
+    print(f"app, sentence window: {entry['app_sentence_window']}")
+    rt = entry["redteam"]
+    print(
+        f"red team: {rt['passed']}/{rt['cases']} passed, "
+        f"off-topic refusal rate {rt['off_topic_refusal_rate']}"
+    )
+    graded = entry["answerability"]
+    print(f"answerability (held-out AUROC): {graded.get('held_out_auroc')}")
+    for key, row in graded["refusal"]["held_out"].items():
+        print(f"  held-out refused: {key}: {row['refused']}/{row['questions']} = {row['rate']}")
+    for name in ("names", "names_as_written", "partial"):
+        for key, row in entry[name]["held_out"].items():
+            covered = row["said_not_covered"] if name == "partial" else None
+            print(
+                f"  held-out {name}: {key}: refused {row['refused']}/{row['questions']}, "
+                f"answered right {row['answered_right']}/{row['questions']}"
+                + (f", said what is not covered {covered}" if covered is not None else "")
+            )

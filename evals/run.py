@@ -44,12 +44,13 @@ from cardrag.evals.cases import (
     redteam_failures,
     ungrouped,
 )
-from cardrag.evals.datasets import Dataset, load_beir, load_golden
+from cardrag.evals.datasets import Dataset, Level, load_beir, load_golden
 from cardrag.evals.gate import offtopic_refusals
 from cardrag.evals.metrics import evaluate
 from cardrag.evals.names import names_checks
 from cardrag.evals.partial import partial_checks
-from cardrag.evals.report import machine, update_report
+from cardrag.evals.regressions import THRESHOLDS, regressions
+from cardrag.evals.report import machine, print_golden, print_table, update_report
 from cardrag.evals.systems import (
     SystemRun,
     build,
@@ -65,7 +66,6 @@ from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 EVALS_DIR = Path(__file__).resolve().parent
-THRESHOLDS = EVALS_DIR / "thresholds.toml"
 APP_SAMPLE = 100
 """Questions of a shared dataset answered through the whole graph (``dataset_app_checks``)."""
 APP_SEED = 0
@@ -261,88 +261,45 @@ def redteam(
     }
 
 
-GATED_METRICS = ("recall@1", "recall@5", "mrr@10", "ndcg@10")
-"""The golden metrics the gate compares with the baselines and holds to floors."""
-BASELINES = ("card-atomic", "children")
-"""Systems ours must keep up with, measured in the same run on the same machine."""
+def run_dataset(
+    folder: Path, level: Level, embeddings: Embeddings, settings: Settings, header: dict[str, Any]
+) -> int:
+    """The retrieval comparison and the app's checks on a shared dataset (no gate)."""
+    with tempfile.TemporaryDirectory(prefix="cardrag-eval-") as tmp:
+        work = Path(tmp)
+        dataset = load_beir(folder, level)
+        entry = {**header, **compare(dataset, embeddings, settings, work / "dataset")}
+        answerer = ExtractiveAnswerer(embeddings)
+        app = offline_context(dataset.cards, embeddings, settings, work / "app", answerer)
+        entry["app"] = dataset_app_checks(dataset, app)
+    update_report(EVALS_DIR, dataset.name, entry)
+    print_table(dataset.name, entry)
+    print(f"\napp: {entry['app']}")
+    return 0
 
 
-def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
-    """Every reason ``make eval`` must fail (empty: it passes).
-
-    1. Against the baselines of the same run: for each metric, ours must reach the better of
-       card-atomic and children minus ``baseline_margin_questions`` questions' worth
-       (``thresholds.toml``). A CPU or library change moves every system together; a
-       regression in our own fusion moves ours alone.
-    2. Absolute floors (``[golden]``, ``[app]``), set below the lowest value measured across
-       runs and machines by the margin ``thresholds.toml`` states.
-    3. Every red-team case passes.
-    """
-    problems = []
-    golden = report["systems"]
-    questions = max(int(report.get("queries", 0)), 1)
-    slack = thresholds.get("gate", {}).get("baseline_margin_questions", 0) / questions
-    for metric in GATED_METRICS:
-        present = [b for b in BASELINES if metric in golden.get(b, {})]
-        if metric not in golden["ours"] or not present:
-            continue
-        best = max(present, key=lambda b: golden[b][metric])
-        if golden["ours"][metric] < golden[best][metric] - slack - 1e-9:
-            problems.append(
-                f"ours {metric} {golden['ours'][metric]:.3f} < {best} "
-                f"{golden[best][metric]:.3f} minus {slack:.3f}"
-            )
-    for metric, floor in thresholds.get("golden", {}).items():
-        if golden["ours"][metric] < floor:
-            problems.append(f"ours {metric} {golden['ours'][metric]:.3f} below the floor {floor}")
-    for metric, floor in thresholds.get("app", {}).items():
-        name, _, bound = metric.rpartition("_")
-        value = report["app"][name]
-        if (bound == "min" and value < floor) or (bound == "max" and value > floor):
-            problems.append(f"{name} {value} outside the {bound} {floor}")
-    graded = report.get("answerability", {})
-    held = graded.get("refusal", {}).get("held_out", {})
-    for key, bound in thresholds.get("answerability", {}).items():
-        name, _, side = key.rpartition("_")
-        if name == "auroc":
-            value = graded.get("held_out_auroc", {}).get("combined (grading)")
-        elif name == "ungrouped":
-            value = graded.get("ungrouped")
-        else:  # "<source>[_<language or kind>]_min|max": a held-out refusal rate
-            source, _, within = name.partition("_")
-            value = held.get(f"{source} {within}" if within else source, {}).get("rate")
-        if value is None:
-            continue
-        if side == "min" and value < bound:
-            problems.append(f"answerability {name} {value} below {bound}")
-        if side == "max" and value > bound:
-            problems.append(f"answerability {name} {value} above {bound}")
-    for section, what in (("names", "brand-name questions"), ("partial", "two-part questions")):
-        table = report.get(section, {}).get("held_out", {}).get(section)
-        for key, bound in thresholds.get(section, {}).items() if table else ():
-            name, _, side = key.rpartition("_")
-            value = table[f"{name}_rate"]
-            if (side == "min" and value < bound) or (side == "max" and value > bound):
-                problems.append(f"{what} {name} {value} outside the {side} {bound}")
-    problems += [
-        f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
-        for r in report["redteam"]["results"]
-        if not r["passed"]
-    ]
-    return problems
-
-
-def print_table(name: str, entry: dict[str, Any]) -> None:
-    """The system x metric table on stdout."""
-    metrics = ["recall@1", "recall@5", "mrr@10", "ndcg@10", "parents@5", "ms/query"]
-    print(f"\nours = {entry['ours']}")
-    print(
-        f"{name}: {entry['cards']} cards, {entry['children']} children, "
-        f"{entry['queries']} questions ({entry['license']})"
+def golden_entry(embeddings: Embeddings, settings: Settings, work: Path) -> dict[str, Any]:
+    """Golden retrieval side by side, the app's checks, the red team and answerability."""
+    dataset = load_golden(GOLDEN, settings.cards_dir)
+    entry = compare(dataset, embeddings, settings, work / "golden")
+    answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for every run
+    cards = load_cards(settings.cards_dir)
+    app = offline_context(cards, embeddings, settings, work / "app", answerer)
+    entry["app"] = app_checks(app)
+    windowed = settings.model_copy(update={"chunker": "sentence_window"})
+    entry["app_sentence_window"] = app_checks(
+        offline_context(cards, embeddings, windowed, work / "app-sentences", answerer)
     )
-    print(f"{'system':<16}" + "".join(f"{m:>11}" for m in metrics))
-    for system, values in entry["systems"].items():
-        print(f"{system:<16}" + "".join(f"{values[m]:>11.3f}" for m in metrics))
+    entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
+    entry["answerability"] = answerability(app, embeddings, settings.threads)  # same app
+    # brand-name questions, as shipped and read as written (names off), same run
+    entry["names"] = names_checks(lambda text: answer(text, app))
+    entry["names_as_written"] = names_checks(lambda text: answer(text, replace(app, names=None)))
+    entry["partial"] = partial_checks(lambda text: answer(text, app))
+    entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
+        lambda text: answer(text, replace(app, names=names_of(app.retriever)))
+    )
+    return entry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,65 +324,14 @@ def main(argv: list[str] | None = None) -> int:
         "chunk_overlap": settings.chunk_overlap,
         "k": settings.k,
     }
+    if args.dataset is not None:
+        return run_dataset(args.dataset, args.level, embeddings, settings, header)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cardrag-eval-") as tmp:
-        work = Path(tmp)
-        if args.dataset is not None:
-            dataset = load_beir(args.dataset, args.level)
-            entry = {**header, **compare(dataset, embeddings, settings, work / "dataset")}
-            answerer = ExtractiveAnswerer(embeddings)
-            app = offline_context(dataset.cards, embeddings, settings, work / "app", answerer)
-            entry["app"] = dataset_app_checks(dataset, app)
-            update_report(EVALS_DIR, dataset.name, entry)
-            print_table(dataset.name, entry)
-            print(f"\napp: {entry['app']}")
-            return 0
-        dataset = load_golden(GOLDEN, settings.cards_dir)
-        entry = {**header, **compare(dataset, embeddings, settings, work / "golden")}
-        answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for every run
-        cards = load_cards(settings.cards_dir)
-        app = offline_context(cards, embeddings, settings, work / "app", answerer)
-        entry["app"] = app_checks(app)
-        windowed = settings.model_copy(update={"chunker": "sentence_window"})
-        entry["app_sentence_window"] = app_checks(
-            offline_context(cards, embeddings, windowed, work / "app-sentences", answerer)
-        )
-        entry["redteam"] = redteam(embeddings, settings, work / "redteam", answerer)
-        entry["answerability"] = answerability(app, embeddings, settings.threads)  # same app
-        # brand-name questions, as shipped and read as written (names off), same run
-        entry["names"] = names_checks(lambda text: answer(text, app))
-        entry["names_as_written"] = names_checks(
-            lambda text: answer(text, replace(app, names=None))
-        )
-        entry["partial"] = partial_checks(lambda text: answer(text, app))
-        entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
-            lambda text: answer(text, replace(app, names=names_of(app.retriever)))
-        )
+        entry = {**header, **golden_entry(embeddings, settings, Path(tmp))}
         entry["eval_seconds"] = round(time.perf_counter() - started, 1)
     update_report(EVALS_DIR, "golden", entry)
-    print_table("golden", entry)
-    print(f"\napp: {entry['app']}")
-    print(f"app, sentence window: {entry['app_sentence_window']}")
-    rt = entry["redteam"]
-    print(
-        f"red team: {rt['passed']}/{rt['cases']} passed, "
-        f"off-topic refusal rate {rt['off_topic_refusal_rate']}"
-    )
-    graded = entry["answerability"]
-    print(f"answerability (held-out AUROC): {graded.get('held_out_auroc')}")
-    for key, row in graded["refusal"]["held_out"].items():
-        print(f"  held-out refused: {key}: {row['refused']}/{row['questions']} = {row['rate']}")
-    for name in ("names", "names_as_written", "partial"):
-        for key, row in entry[name]["held_out"].items():
-            print(
-                f"  held-out {name}: {key}: refused {row['refused']}/{row['questions']}, "
-                f"answered right {row['answered_right']}/{row['questions']}"
-                + (
-                    f", said what is not covered {row['said_not_covered']}"
-                    if name == "partial"
-                    else ""
-                )
-            )
+    print_golden(entry)
     thresholds = (
         tomllib.loads(THRESHOLDS.read_text(encoding="utf-8")) if THRESHOLDS.exists() else {}
     )

@@ -377,7 +377,7 @@ def _released(folder: Path, within: float = 5.0) -> bool:
 def test_the_server_releases_the_generations_it_no_longer_serves(
     tmp_path: Path, shipped_cards: list[Card]
 ) -> None:
-    from cardrag.app.server import Service
+    from cardrag.app.service import Service
 
     cards = card_folder(tmp_path / "cards", shipped_cards[:2])
     settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
