@@ -75,11 +75,11 @@ def _key(phrase: str, language: str, *, fold_first: bool) -> tuple[str, ...]:
     Elisions ("l'apertura") are dropped and accents folded, after stemming (the stemmer knows
     "libertações" is "libertação") or, for a patient who types without accents, before.
     """
-    from cardrag.ingest.lexical import STEMMERS, _stemmer
+    from cardrag.ingest.analysis import STEMMERS, stemmer
 
     tokens = [w.split("'")[-1] for w in words(phrase.replace("-", " "))]
     tokens = [_plain(t) for t in tokens] if fold_first else tokens
-    stems = _stemmer(language).stemWords(tokens) if language in STEMMERS else tokens
+    stems = stemmer(language).stemWords(tokens) if language in STEMMERS else tokens
     return tuple(
         _plain(stem) if len(stem) >= STEM_MIN else _plain(token).removesuffix("s")
         for token, stem in zip(tokens, stems, strict=True)

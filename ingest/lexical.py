@@ -5,12 +5,8 @@ numpy and saves its index to plain files; ``BM25Retriever`` wraps ``rank_bm25``,
 every document in Python on each query and is pickled rather than saved.
 
 Each child is analysed in its card's language (metadata ``language``; detected from the text
-when a row has none): lower-cased words of two or more characters (bm25s's pattern), that
-language's stop words dropped (one list per card, never a mixed one: a mixed list removes
-English content words such as "come" or "con" and cost 2 points of recall@1 on the golden
-set) and, for the languages in ``stemmed``, Snowball stemming (PyStemmer), so "tomar",
-"tomo" and "tomando" meet. A question is analysed in each language the index holds, and its
-tokens pooled.
+when a row has none), as :mod:`cardrag.ingest.analysis` says; the index is searched by
+:mod:`cardrag.retrievers.bm25`.
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +23,7 @@ from typing import Any
 from langchain_core.stores import BaseStore
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.analysis import analyse
 from cardrag.ingest.language import detect
 
 logger = logging.getLogger(__name__)
@@ -37,62 +33,6 @@ STORE_PREFIX = "bm25/"
 """Key prefix of the index files in a byte store (:meth:`BM25Index.save_to`)."""
 READ_PAGE = 5000
 """Rows per Chroma ``get`` when rebuilding from a collection."""
-
-
-TOKEN = re.compile(r"(?u)\b\w\w+\b")
-"""A token: a word of two or more characters (bm25s's and scikit-learn's pattern)."""
-STEMMERS = {
-    "en": "english",
-    "es": "spanish",
-    "pt": "portuguese",
-    "it": "italian",
-    "fr": "french",
-    "de": "german",
-}
-"""Snowball stemmers (PyStemmer's names), by ISO 639-1 code."""
-STOPWORD_LISTS = {
-    "en": "STOPWORDS_EN",
-    "es": "STOPWORDS_SPANISH",
-    "pt": "STOPWORDS_PORTUGUESE",
-    "it": "STOPWORDS_ITALIAN",
-    "fr": "STOPWORDS_FRENCH",
-    "de": "STOPWORDS_GERMAN",
-}
-"""Languages with a stop-word list, by ISO 639-1 code."""
-
-
-def analyse(text: str, language: str, *, stem: bool) -> list[str]:
-    """The BM25 tokens of ``text`` read as ``language``.
-
-    A language without a stop-word list or a stemmer keeps every word as it is.
-
-    Example:
-        >>> analyse("Tomando o comprimido", "pt", stem=True)
-        ['tom', 'comprim']
-        >>> analyse("Taking the tablet", "en", stem=False)
-        ['taking', 'tablet']
-    """
-    stop = _stopwords(language)
-    tokens = [t for t in TOKEN.findall(text.lower()) if t not in stop]
-    if stem and language in STEMMERS:
-        return list(_stemmer(language).stemWords(tokens))
-    return tokens
-
-
-@functools.cache
-def _stopwords(language: str) -> frozenset[str]:
-    """The stop words of ``language`` (none for a language without a list)."""
-    from bm25s import stopwords as sw
-
-    name = STOPWORD_LISTS.get(language)
-    return frozenset(getattr(sw, name) if name else ())
-
-
-@functools.cache
-def _stemmer(language: str) -> Any:
-    import Stemmer
-
-    return Stemmer.Stemmer(STEMMERS[language])
 
 
 @dataclass

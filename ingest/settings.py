@@ -287,7 +287,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_stemmers(cls, value: list[str]) -> list[str]:
         """Only languages with a Snowball stemmer (a misspelt code would stem nothing)."""
-        from cardrag.ingest.lexical import STEMMERS
+        from cardrag.ingest.analysis import STEMMERS
 
         unknown = [v for v in value if v not in STEMMERS]
         if unknown:

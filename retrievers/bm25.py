@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cardrag.ingest.analysis import analyse
 from cardrag.ingest.language import ANALYSED, SURE, detect_with_probability
-from cardrag.ingest.lexical import BM25Index, analyse
+from cardrag.ingest.lexical import BM25Index
 
 __all__ = ["POSTINGS_PER_TOKEN", "question_tokens", "reads", "rows_of", "search", "top_rows"]
 

@@ -10,15 +10,7 @@ text and metadata of the rows the retriever returns. Reading metadata costs Chro
 the vector search (at 10,000 cards a query of 16 rows: 3.1 ms with text and metadata, 1.5 ms
 with distances only).
 
-Chroma returns distances (lower is better); every hit carries a similarity instead. For
-unit-length vectors:
-
-* ``cosine``: distance = 1 - cos, so similarity = 1 - distance;
-* ``ip``: distance = 1 - dot, so similarity = 1 - distance;
-* ``l2``: squared L2, distance = 2 - 2 cos, so similarity = 1 - distance / 2.
-
-Every similarity is therefore the cosine of the angle between the question and the row, in
-[-1, 1], whatever space the collection declares.
+Every hit's score is a cosine similarity (:mod:`cardrag.retrievers.similarity`).
 """
 
 from __future__ import annotations
@@ -34,11 +26,15 @@ from langchain_chroma import Chroma
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import Collections, Where
 from cardrag.ingest.index.vectors import RowVectors
-from cardrag.retrievers.scan import best_of_parents, cosine_similarities, nearest_ids, scores_of
+from cardrag.retrievers.scan import best_of_parents, nearest_ids, scores_of
+from cardrag.retrievers.similarity import (
+    collection_space,
+    cosine_similarities,
+    distance_to_similarity,
+)
 
 logger = logging.getLogger(__name__)
 
-SPACES = ("cosine", "ip", "l2")
 SCAN_ROWS = 20_000
 """Saved rows up to which a window is found by scanning them (well under a millisecond at
 this size, against 2 to 3 ms for a Chroma query); a larger collection is asked (HNSW)."""
@@ -345,31 +341,3 @@ def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
         [ChildHit(child_id='b::00', parent_id='b', score=0.9, text='', metadata={}, complete=True)]
     """
     return sorted(hits, key=lambda h: (-h.score, h.child_id))[:n]
-
-
-def distance_to_similarity(distance: float, space: str) -> float:
-    """Convert a distance in ``space`` to a cosine similarity (higher is better).
-
-    Example:
-        >>> distance_to_similarity(0.25, "cosine")
-        0.75
-        >>> distance_to_similarity(0.5, "l2")
-        0.75
-    """
-    if space in ("cosine", "ip"):
-        return 1.0 - distance
-    if space == "l2":
-        return 1.0 - distance / 2.0
-    msg = f"unknown distance space {space!r}; expected one of {', '.join(SPACES)}"
-    raise ValueError(msg)
-
-
-def collection_space(vectorstore: Any) -> str:
-    """The distance space a Chroma collection declares (``l2`` is Chroma's default)."""
-    config = vectorstore._collection.configuration or {}
-    for index in ("hnsw", "spann"):
-        section = config.get(index) or {}
-        if section.get("space"):
-            return str(section["space"])
-    metadata = vectorstore._collection.metadata or {}
-    return str(metadata.get("hnsw:space", "l2"))

@@ -1,43 +1,23 @@
 """Exact scans over the saved row vectors (:class:`~cardrag.ingest.index.vectors.RowVectors`).
 
 A window of the nearest rows, given rows scored, and each given parent's best row, without
-asking Chroma; every score is :func:`cosine_similarities` (float64 over the stored float32
-values), so a row scores here as it does read from Chroma.
+asking Chroma; every score is :func:`~cardrag.retrievers.similarity.cosine_similarities`
+(float64 over the stored float32 values), so a row scores here as it does read from Chroma.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from cardrag.ingest.index.vectors import RowVectors
+from cardrag.retrievers.similarity import cosine_similarities
 
 ROUGH_MARGIN = 1e-4
 """How far under a parent's best float32 cosine a row may be and still be scored exactly: well
 above float32's rounding of a 384-dimension cosine (about 384 x 6e-8 = 2.3e-5 at worst), so
 the row the exact cosine ranks first is always among them."""
-
-
-def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:
-    """The cosine similarity of the question to each row vector (for rows read with ``get``).
-
-    Equal to :func:`distance_to_similarity` of the row's distance in any space for unit-length
-    vectors, and computed without a vector search.
-
-    Example:
-        >>> [round(s, 3) for s in cosine_similarities([1.0, 0.0], [[1.0, 0.0], [0.0, 2.0]])]
-        [1.0, 0.0]
-    """
-    matrix = np.asarray(rows, dtype=np.float64).reshape(-1, len(query))
-    vector = np.asarray(query, dtype=np.float64)
-    # row by row (a product, then numpy's pairwise sum of each row), not a matrix product: a
-    # row's score must not depend on which rows were read with it (BLAS blocks rows, and the
-    # last bit of a score then moved with the batch)
-    dots = (matrix * vector).sum(axis=1)
-    norms = np.sqrt((matrix * matrix).sum(axis=1)) * (np.linalg.norm(vector) or 1.0)
-    return [float(x) for x in dots / np.where(norms == 0, 1.0, norms)]
 
 
 def scores_of(
@@ -87,7 +67,7 @@ def best_of_parents(
 ) -> tuple[list[str], list[float]]:
     """Each given parent's best row here and its cosine with ``vector``, parents in order.
 
-    The scores of :func:`scores_of` (one :func:`cosine_similarities`
+    The scores of :func:`scores_of` (one :func:`~cardrag.retrievers.similarity.cosine_similarities`
     over every row of those parents); ties go to the lower child id, as in
     :func:`~cardrag.retrievers.hits.best_by_parent`. Without a loop over rows: a long
     parent's hundred rows are one slice of scores each.

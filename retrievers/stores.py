@@ -36,7 +36,7 @@ from cardrag.retrievers.hits import (
     nearest,
     orphans,
 )
-from cardrag.retrievers.scan import cosine_similarities
+from cardrag.retrievers.similarity import cosine_similarities
 
 logger = logging.getLogger(__name__)
 

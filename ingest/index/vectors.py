@@ -7,7 +7,7 @@ rows read, and a long parent has a hundred of them (100 parents of 30,000 charac
 1,000 rows and 22 ms a question, against 2.3 ms for the first window's query). The same
 vectors, kept in a NumPy file in the generation's folder and memory-mapped, are scored in well
 under a millisecond, with the same float32 values and the same cosine
-(:func:`~cardrag.retrievers.scan.cosine_similarities`): the scores are identical.
+(:func:`~cardrag.retrievers.similarity.cosine_similarities`): the scores are identical.
 
 Ingest writes them (:meth:`RowVectors.from_collection`, read back page by page from the
 children collection it has just written; restricted rows and whole-card rows live in their own

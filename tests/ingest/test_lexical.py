@@ -9,8 +9,9 @@ from langchain_classic.storage import LocalFileStore
 from langchain_core.documents import Document
 from langchain_core.stores import InMemoryByteStore
 
+from cardrag.ingest.analysis import analyse
 from cardrag.ingest.index import open_vectorstore
-from cardrag.ingest.lexical import CHILD_IDS, BM25Index, analyse
+from cardrag.ingest.lexical import CHILD_IDS, BM25Index
 from cardrag.retrievers.bm25 import question_tokens, search
 from tests.conftest import FakeEmbeddings, bm25_corpus
 

@@ -10,35 +10,7 @@ from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import chroma_client, open_collections
 from cardrag.retrievers.hits import (
     RowReader,
-    distance_to_similarity,
 )
-from cardrag.retrievers.scan import cosine_similarities
-
-
-@pytest.mark.parametrize(
-    ("distance", "space", "similarity"),
-    [
-        (0.0, "cosine", 1.0),
-        (0.25, "cosine", 0.75),
-        (1.5, "cosine", -0.5),
-        (0.5, "l2", 0.75),
-        (4.0, "l2", -1.0),
-        (0.2, "ip", 0.8),
-    ],
-)
-def test_distance_to_similarity(distance: float, space: str, similarity: float) -> None:
-    assert distance_to_similarity(distance, space) == pytest.approx(similarity)
-
-
-def test_unknown_space_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown distance space 'dot'"):
-        distance_to_similarity(0.1, "dot")
-
-
-def test_cosine_similarities_of_rows_read_without_a_search() -> None:
-    rows = [[3.0, 4.0], [0.0, 2.0], [-1.0, 0.0], [0.0, 0.0]]
-    assert cosine_similarities([1.0, 0.0], rows) == [0.6, 0.0, -1.0, 0.0]
-    assert cosine_similarities([1.0, 0.0], []) == []
 
 
 def _row(card: str, index: int, text: str, sensitivity: str = "public") -> Document:

@@ -1,0 +1,70 @@
+"""One similarity for every read: a distance in any space, or two vectors, as a cosine.
+
+Chroma returns distances (lower is better); every hit carries a similarity instead. For
+unit-length vectors:
+
+* ``cosine``: distance = 1 - cos, so similarity = 1 - distance;
+* ``ip``: distance = 1 - dot, so similarity = 1 - distance;
+* ``l2``: squared L2, distance = 2 - 2 cos, so similarity = 1 - distance / 2.
+
+Every similarity is therefore the cosine of the angle between the question and the row, in
+[-1, 1], whatever space the collection declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+SPACES = ("cosine", "ip", "l2")
+"""The distance spaces a Chroma collection may declare."""
+
+
+def distance_to_similarity(distance: float, space: str) -> float:
+    """Convert a distance in ``space`` to a cosine similarity (higher is better).
+
+    Example:
+        >>> distance_to_similarity(0.25, "cosine")
+        0.75
+        >>> distance_to_similarity(0.5, "l2")
+        0.75
+    """
+    if space in ("cosine", "ip"):
+        return 1.0 - distance
+    if space == "l2":
+        return 1.0 - distance / 2.0
+    msg = f"unknown distance space {space!r}; expected one of {', '.join(SPACES)}"
+    raise ValueError(msg)
+
+
+def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:
+    """The cosine similarity of the question to each row vector (for rows read with ``get``).
+
+    Equal to :func:`distance_to_similarity` of the row's distance in any space for unit-length
+    vectors, and computed without a vector search.
+
+    Example:
+        >>> [round(s, 3) for s in cosine_similarities([1.0, 0.0], [[1.0, 0.0], [0.0, 2.0]])]
+        [1.0, 0.0]
+    """
+    matrix = np.asarray(rows, dtype=np.float64).reshape(-1, len(query))
+    vector = np.asarray(query, dtype=np.float64)
+    # row by row (a product, then numpy's pairwise sum of each row), not a matrix product: a
+    # row's score must not depend on which rows were read with it (BLAS blocks rows, and the
+    # last bit of a score then moved with the batch)
+    dots = (matrix * vector).sum(axis=1)
+    norms = np.sqrt((matrix * matrix).sum(axis=1)) * (np.linalg.norm(vector) or 1.0)
+    return [float(x) for x in dots / np.where(norms == 0, 1.0, norms)]
+
+
+def collection_space(vectorstore: Any) -> str:
+    """The distance space a Chroma collection declares (``l2`` is Chroma's default)."""
+    config = vectorstore._collection.configuration or {}
+    for index in ("hnsw", "spann"):
+        section = config.get(index) or {}
+        if section.get("space"):
+            return str(section["space"])
+    metadata = vectorstore._collection.metadata or {}
+    return str(metadata.get("hnsw:space", "l2"))
