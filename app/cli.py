@@ -29,12 +29,11 @@ from cardrag.ingest import __main__ as ingest_main
 from cardrag.ingest.embeddings import UnknownModelError
 from cardrag.ingest.index import ModelMismatchError, StoreMissingError, StoreUnavailableError
 from cardrag.ingest.index.parents import redis_down
+from cardrag.ingest.problems import disk_full, settings_problem
 from cardrag.ingest.settings import (
     ConfigurationError,
     Settings,
     SettingsFileError,
-    disk_full,
-    settings_problem,
     unknown_variables,
 )
 

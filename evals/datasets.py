@@ -20,7 +20,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.cards import load_cards
+from cardrag.ingest.corpus import load_cards
 from cardrag.ingest.language import detect
 
 Level = Literal["paragraph", "article"]

@@ -59,7 +59,8 @@ from cardrag.evals.systems import (
     reranker_available,
     run_systems,
 )
-from cardrag.ingest.cards import Card, card_aliases, load_cards
+from cardrag.ingest.cards import Card
+from cardrag.ingest.corpus import card_aliases, load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter

@@ -22,7 +22,8 @@ from cardrag.ingest.index import (
 from cardrag.ingest.index.builder import plan_folder
 from cardrag.ingest.index.cache import Changes
 from cardrag.ingest.index.parents import redis_down
-from cardrag.ingest.settings import Settings, SettingsFileError, disk_full, settings_problem
+from cardrag.ingest.problems import disk_full, settings_problem
+from cardrag.ingest.settings import Settings, SettingsFileError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ A handbook chapter is too long to hand the model whole, and its chapters answer 
 questions; its sections are the natural parents. A file with ``kind: document`` in its front
 matter is cut at every heading of levels 1 to 3 (``#`` to ``###``, outside code fences). Each
 section with text becomes a :class:`~cardrag.ingest.cards.Card` that inherits the front
-matter (:func:`cardrag.ingest.cards.split_sections`; this module only reads the text), with
+matter (:func:`cardrag.ingest.corpus.split_sections`; this module only reads the text), with
 
 * id ``{document id}-{NN}`` (NN from 01, in order), so citations stay ``[cite:card-...]``;
 * title ``{document title}: {heading trail}``, e.g. ``Handbook: Travel / Time zones``;

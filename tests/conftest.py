@@ -31,7 +31,8 @@ os.environ.setdefault("CARDRAG_INGEST_THREADS", "1")  # one model per thread cou
 # a tuned cardrag.toml in a developer's checkout must not change what the tests see
 os.environ["CARDRAG_SETTINGS_FILE"] = os.devnull
 
-from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.cards import Card
+from cardrag.ingest.corpus import load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import PROJECT_ROOT
 

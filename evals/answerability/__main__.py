@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from cardrag.app.context import glossary_of, names_of, read_as
     from cardrag.evals.systems import build, cached
-    from cardrag.ingest.cards import card_aliases, load_cards
+    from cardrag.ingest.corpus import card_aliases, load_cards
     from cardrag.ingest.embeddings import load_embeddings
     from cardrag.ingest.settings import Settings
 

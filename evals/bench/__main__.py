@@ -21,7 +21,7 @@ from cardrag.evals.bench.ingest import cold, thousand, throughput
 from cardrag.evals.bench.latency import latency
 from cardrag.evals.cases import load_golden_cases, load_translated
 from cardrag.evals.report import machine
-from cardrag.ingest.cards import load_cards
+from cardrag.ingest.corpus import load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.settings import Settings

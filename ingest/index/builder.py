@@ -19,7 +19,8 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from cardrag.ingest.cards import Card, card_aliases, load_cards
+from cardrag.ingest.cards import Card
+from cardrag.ingest.corpus import card_aliases, load_cards
 from cardrag.ingest.embeddings import LazyEmbeddings
 from cardrag.ingest.index.cache import (
     Changes,

@@ -11,7 +11,8 @@ from cardrag.evals.cases import (
     load_redteam_cases,
     redteam_failures,
 )
-from cardrag.ingest.cards import Card, load_cards
+from cardrag.ingest.cards import Card
+from cardrag.ingest.corpus import load_cards
 
 
 def test_golden_cases_cover_the_kinds_and_cite_real_cards(shipped_cards: list[Card]) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from cardrag.ingest.cards import Card, CardError, load_card, load_cards, parse_card
+from cardrag.ingest.cards import Card, CardError, load_card, parse_card
+from cardrag.ingest.corpus import load_cards
 from tests.conftest import CARDS_DIR
 
 GOOD = """---

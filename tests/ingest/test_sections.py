@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from cardrag.ingest.cards import Card, CardError, load_cards, split_sections
+from cardrag.ingest.cards import Card, CardError
+from cardrag.ingest.corpus import load_cards, split_sections
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.sections import sections_of
 from cardrag.ingest.settings import Settings

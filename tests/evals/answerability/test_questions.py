@@ -12,7 +12,7 @@ from cardrag.evals.answerability import (
 )
 from cardrag.evals.cases import load_golden_cases, load_names, load_translated, load_uncovered
 from cardrag.evals.split import split
-from cardrag.ingest.cards import load_cards
+from cardrag.ingest.corpus import load_cards
 from tests.conftest import CARDS_DIR
 from tests.evals.answerability.scored import scored_question
 
