@@ -14,14 +14,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -43,11 +40,10 @@ from cardrag.app.prompts import (
     GATE_REASON,
     MODEL_REASON,
     REFUSAL,
-    SYSTEM_PROMPT,
-    cards_context,
+    ask_chat_model,
     not_covered,
 )
-from cardrag.app.reply import CitedCard, Draft, Reply, RetrievedCard
+from cardrag.app.reply import CitedCard, Reply, RetrievedCard
 from cardrag.app.state import State
 from cardrag.app.terms import question_language
 from cardrag.app.vectors import Vectors, dot
@@ -272,31 +268,6 @@ def _vectors_of(ctx: Context) -> Vectors:
         if holder is not None and holder.vectors is not None:
             return holder.vectors
     return Vectors(_embeddings_of(ctx))
-
-
-def ask_chat_model(model: BaseChatModel, question: str, docs: list[Document], budget: int) -> Draft:
-    """Ask for a structured :class:`Draft`; models without tool calling answer in JSON text."""
-    messages = [
-        ("system", SYSTEM_PROMPT.format(cards=cards_context(docs, budget))),
-        ("human", question),
-    ]
-    try:
-        structured = model.with_structured_output(Draft)
-    except NotImplementedError:
-        return parse_draft(str(model.invoke(messages).content))
-    result = structured.invoke(messages)
-    return result if isinstance(result, Draft) else Draft.model_validate(result)
-
-
-def parse_draft(content: str) -> Draft:
-    """A draft from a JSON reply (possibly inside prose or a code fence), else the raw text."""
-    match = re.search(r"\{.*\}", content, re.DOTALL)
-    if match:
-        try:
-            return Draft.model_validate(json.loads(match.group(0)))
-        except ValueError:
-            pass
-    return Draft(answer=content.strip(), citations=[])
 
 
 def retrieved_card(

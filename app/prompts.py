@@ -1,12 +1,20 @@
-"""Prompts and the prompt context: each card as ``[card-X] title`` plus a bounded window."""
+"""Prompts, their context, and the chat model asked with them for a draft.
+
+Each card reaches the prompt as ``[card-X] title`` plus a bounded window of its text; the model
+answers with a :class:`~cardrag.app.reply.Draft` (structured, or JSON text).
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 
 from cardrag.app.citations import neutralise
+from cardrag.app.reply import Draft
 from cardrag.retrievers.matched import MatchedCard
 
 SYSTEM_PROMPT = """You answer questions from patients using only the knowledge-base cards below.
@@ -64,3 +72,28 @@ def card_context(doc: Document, budget: int) -> str:
 def cards_context(docs: Sequence[Document], budget: int) -> str:
     """Every retrieved card's prompt text, best first, separated by blank lines."""
     return "\n\n".join(card_context(doc, budget) for doc in docs)
+
+
+def ask_chat_model(model: BaseChatModel, question: str, docs: list[Document], budget: int) -> Draft:
+    """Ask for a structured :class:`Draft`; models without tool calling answer in JSON text."""
+    messages = [
+        ("system", SYSTEM_PROMPT.format(cards=cards_context(docs, budget))),
+        ("human", question),
+    ]
+    try:
+        structured = model.with_structured_output(Draft)
+    except NotImplementedError:
+        return parse_draft(str(model.invoke(messages).content))
+    result = structured.invoke(messages)
+    return result if isinstance(result, Draft) else Draft.model_validate(result)
+
+
+def parse_draft(content: str) -> Draft:
+    """A draft from a JSON reply (possibly inside prose or a code fence), else the raw text."""
+    match = re.search(r"\{.*\}", content, re.DOTALL)
+    if match:
+        try:
+            return Draft.model_validate(json.loads(match.group(0)))
+        except ValueError:
+            pass
+    return Draft(answer=content.strip(), citations=[])
