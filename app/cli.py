@@ -169,10 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-def run(argv: list[str] | None = None) -> int:
-    """The ``cardrag`` command's work (:func:`main` adds the closed-pipe handling)."""
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+def parser_of(plugins: dict[str, Any]) -> argparse.ArgumentParser:
+    """The ``cardrag`` command's arguments (each plugin command parses its own)."""
     parser = argparse.ArgumentParser(prog="cardrag", description="Card retrieval with citations.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_ask = sub.add_parser("ask", help="answer a question with citations")
@@ -192,12 +190,42 @@ def run(argv: list[str] | None = None) -> int:
     p_ret.add_argument("--k", type=cards_wanted, default=None, help="cards to retrieve (1-20)")
     p_ret.add_argument("--staff", action="store_true", help=STAFF_HELP)
     sub.add_parser("demo", help="ingest the shipped cards if needed, then answer the demo question")
-    plugins = plugin_commands()
     for name, ep in sorted(plugins.items()):  # each parses its own options (`cardrag NAME -h`)
         sub.add_parser(name, help=f"from {ep.value.split(':')[0]}", add_help=False)
     p_serve = sub.add_parser("serve", help="the web page and JSON API (uvicorn)")
     p_serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     p_serve.add_argument("--port", type=int, default=8000, help="port to listen on")
+    return parser
+
+
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the command ``args`` names."""
+    if args.command == "ingest":
+        return ingest_main.run(
+            settings, args.cards, clean=args.clean, dry_run=args.dry_run, break_lock=args.break_lock
+        )
+    if args.command == "ask":
+        return cmd_ask(settings, args.question, args.k, as_json=args.json, staff=args.staff)
+    if args.command == "retrieve":
+        return cmd_retrieve(settings, args.question, args.k, staff=args.staff)
+    if args.command == "serve":
+        from cardrag.app.server import serve
+
+        serve(settings, args.host, args.port)
+        return 0
+    if not (settings.store_dir / "current").exists():
+        code = ingest_main.run(settings, None, clean=False)
+        if code:
+            return code
+    return cmd_ask(settings, DEMO_QUESTION, None, as_json=False)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The ``cardrag`` command's work (:func:`main` adds the closed-pipe handling)."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    plugins = plugin_commands()
+    parser = parser_of(plugins)
     args, rest = parser.parse_known_args(argv)
     if args.command in plugins:
         command: int = plugins[args.command].load()(rest)
@@ -212,28 +240,7 @@ def run(argv: list[str] | None = None) -> int:
     for warning in unknown_variables():
         print(f"cardrag: warning: {warning}", file=sys.stderr)
     try:
-        if args.command == "ingest":
-            return ingest_main.run(
-                settings,
-                args.cards,
-                clean=args.clean,
-                dry_run=args.dry_run,
-                break_lock=args.break_lock,
-            )
-        if args.command == "ask":
-            return cmd_ask(settings, args.question, args.k, as_json=args.json, staff=args.staff)
-        if args.command == "retrieve":
-            return cmd_retrieve(settings, args.question, args.k, staff=args.staff)
-        if args.command == "serve":
-            from cardrag.app.server import serve
-
-            serve(settings, args.host, args.port)
-            return 0
-        if not (settings.store_dir / "current").exists():
-            code = ingest_main.run(settings, None, clean=False)
-            if code:
-                return code
-        return cmd_ask(settings, DEMO_QUESTION, None, as_json=False)
+        return dispatch(args, settings)
     except (
         StoreMissingError,
         ModelMismatchError,

@@ -35,6 +35,18 @@ SECTIONS = ("latency", "api", "ingest", "reingest", "growth", "lengths")
 def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
     """The Markdown report."""
     lines = [
+        *latency_section(header, sections),
+        *api_section(sections.get("api", {})),
+        *ingest_section(sections.get("ingest", {}), sections.get("reingest", {})),
+        *growth_section(sections.get("growth", [])),
+        *lengths_table(sections.get("lengths", [])),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def latency_section(header: dict[str, Any], sections: dict[str, Any]) -> list[str]:
+    """The title, where each figure was measured, and retrieval latency against the floor."""
+    lines = [
         "# Benchmarks (`make bench`)",
         "",
         f"Run {header['run_at']} on {header['machine']}; model `{header['model']}`, "
@@ -53,8 +65,12 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         f"| {r['system']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio']}x |"
         for r in sections.get("latency", [])
     ]
-    api = sections.get("api", {})
-    lines += [
+    return lines
+
+
+def api_section(api: dict[str, Any]) -> list[str]:
+    """``POST /ask`` over HTTP, grading off and on."""
+    lines = [
         "",
         "## Web API, `POST /ask` over HTTP (retrieve, grade, answer, verify; offline answerer)",
         "",
@@ -84,8 +100,12 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
             + ", ".join(f"{ms} ms ({n})" for n, ms in added.items())
             + " to the median `/ask`.",
         ]
-    ing = sections.get("ingest", {})
-    lines += [
+    return lines
+
+
+def ingest_section(ing: dict[str, Any], big: dict[str, Any]) -> list[str]:
+    """Ingest throughput, cold ingests and re-ingests."""
+    lines = [
         "",
         "## Ingest",
         "",
@@ -112,7 +132,6 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
             f"({ing['reingest_unchanged_embedded']}) | {ing['reingest_one_edit_s']} s "
             f"({ing['reingest_one_edit_embedded']}) |",
         ]
-    big = sections.get("reingest", {})
     if big:
         lines += [
             "",
@@ -122,7 +141,12 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
             f"{big['reingest_s']} s ({big['reingest_embedded']} embedded), "
             f"{100 * big['ratio']:.1f} % of the first.",
         ]
-    lines += [
+    return lines
+
+
+def growth_section(growth: list[dict[str, Any]]) -> list[str]:
+    """Latency and memory as the store grows."""
+    lines = [
         "",
         "## Growth (synthetic card-like cards, hashed 384-d embedding, 100 questions timed after "
         "a warm-up pass, each size served by a fresh worker process; see growth.py)",
@@ -131,7 +155,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         "| card-atomic p50 | vanilla p50 | ours p50 | ours p95 | ours / floor |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for g in sections.get("growth", []):
+    for g in growth:
         p50 = g["p50_ms"]
         lines.append(
             f"| {g['cards']:,} | {g['rows']:,} | {g['build_s']} | {g['open_s']} | {g['ready_s']} "
@@ -139,10 +163,9 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
             f"| {p50['vanilla-pdr']} | {p50['ours']} | {g['p95_ms']['ours']} "
             f"| {p50['ours'] / p50['floor']:.1f}x |"
         )
-    if sections.get("growth"):
+    if growth:
         lines += ["", GROWTH_NOTE]
-    lines += lengths_table(sections.get("lengths", []))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 LENGTH_SYSTEMS = ("floor", "vanilla-pdr", "children", "hybrid", "ours", "sentence-window")
@@ -192,8 +215,8 @@ Chroma loads the HNSW segments. Worker RSS: the worker's resident memory once re
 anything else is opened in it; the build's peak is in the JSON (`evals/bench.json`)."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every benchmark and write ``evals/bench.md``."""
+def arguments() -> argparse.ArgumentParser:
+    """The benchmark's options."""
     parser = argparse.ArgumentParser(prog="python -m cardrag.evals.bench", description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
@@ -206,7 +229,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", nargs="*", choices=SECTIONS, default=None, help="re-run these sections only"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def api_costs(
+    settings: Settings, store: Path, questions: list[str], *, quick: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """``POST /ask`` with grading off and on, golden and translated; the golden questions used."""
+    api_settings = settings.model_copy(update={"store_dir": store})
+    ingest_folder(api_settings)
+    translated = [c.query for c in load_translated()]
+    if quick:
+        questions, translated = questions[:30], translated[:30]
+    warm = questions + translated  # every card's sentences; then questions are new
+    value = {
+        "golden": grading_cost(api_settings, warm, questions),
+        "translated": grading_cost(api_settings, warm, translated),
+    }
+    return value, questions
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and write ``evals/bench.md``."""
+    args = arguments().parse_args(argv)
     todo = set(args.only or SECTIONS)
     os.environ.setdefault("TQDM_DISABLE", "1")
     settings = Settings()
@@ -231,19 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             save("latency", latency(cards, questions, embeddings, settings, work / "l", rounds))
         if "api" in todo:
             print("api ...", flush=True)
-            api_settings = settings.model_copy(update={"store_dir": work / "api"})
-            ingest_folder(api_settings)
-            translated = [c.query for c in load_translated()]
-            if args.quick:
-                questions, translated = questions[:30], translated[:30]
-            warm = questions + translated  # every card's sentences; then questions are new
-            save(
-                "api",
-                {
-                    "golden": grading_cost(api_settings, warm, questions),
-                    "translated": grading_cost(api_settings, warm, translated),
-                },
-            )
+            value, questions = api_costs(settings, work / "api", questions, quick=args.quick)
+            save("api", value)
         if "ingest" in todo:
             print("ingest ...", flush=True)
             repeats = 1 if args.quick else 3

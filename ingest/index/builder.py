@@ -35,6 +35,7 @@ from cardrag.ingest.index.cache import (
     save_record,
     text_key,
 )
+from cardrag.ingest.index.collections import Collections
 from cardrag.ingest.index.generations import Generations, StoreMissingError, collect
 from cardrag.ingest.index.local import LocalGenerations
 from cardrag.ingest.index.manifest import make_manifest
@@ -52,6 +53,20 @@ logger = logging.getLogger(__name__)
 
 class NotAStoreError(ValueError):
     """``--clean`` was asked of a folder that holds other things than a cardrag store."""
+
+
+def saved_vectors(
+    generations: Generations, generation: str, collections: Collections
+) -> RowVectors | None:
+    """The rows' vectors written beside a generation in a folder (None on a Chroma server)."""
+    if not isinstance(generations, LocalGenerations):
+        return None
+    rows = collections.cards  # the whole-card rows' collection, if of its own
+    return RowVectors.write_index(
+        collections.children._collection,
+        rows._collection if rows is not None else None,
+        generations.path(generation) / VECTORS,
+    )
 
 
 def build(
@@ -114,15 +129,7 @@ def build(
                 ((str(d.id), d.page_content, d.metadata) for d in written), stemmed=stemmed
             )
             manifest = make_manifest(splitter, len(cards), len(written), extra, bm25)
-            vectors = None
-            if isinstance(generations, LocalGenerations):  # before the manifest marks it done
-                folder = generations.path(generation) / VECTORS
-                rows = collections.cards  # the whole-card rows' collection, if of its own
-                vectors = RowVectors.write_index(
-                    collections.children._collection,
-                    rows._collection if rows is not None else None,
-                    folder,
-                )
+            vectors = saved_vectors(generations, generation, collections)  # before complete
             generations.complete(generation, manifest, bm25)
             if cache is not None:
                 keys = sorted({text_key(cache.model, c.page_content) for c in children})
