@@ -70,7 +70,7 @@ def card_rows_of(
     asked = [p for p in dict.fromkeys(candidates) if p not in have]
     if not asked:
         return [], set()
-    found = rows.by_ids(vector, [md.child_id(p, md.CARD_ROW) for p in asked], where, card_rows=True)
+    found = rows.by_ids(vector, [md.child_id(p, md.CARD_ROW) for p in asked], where, kind="card")
     with_row = {h.parent_id for h in found}
     return [h for h in found if h.parent_id not in windows], set(asked) - with_row
 

@@ -24,7 +24,7 @@ import numpy as np
 from langchain_chroma import Chroma
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.collections import Collections, Where
+from cardrag.ingest.index.collections import Collections, RowKind, Where
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.retrievers.scan import best_of_parents, nearest_ids, scores_of
 from cardrag.retrievers.similarity import (
@@ -70,7 +70,7 @@ class RowReader:
 
     Example:
         >>> reader = RowReader(collections, allow_restricted=False)   # doctest: +SKIP
-        >>> reader.nearest(vector, 8, None, card_rows=False)[0].parent_id  # doctest: +SKIP
+        >>> reader.nearest(vector, 8, None, kind="child")[0].parent_id  # doctest: +SKIP
         'card-iron-tablets'
     """
 
@@ -86,7 +86,7 @@ class RowReader:
     Chroma (same scores). None: every read asks Chroma."""
 
     def nearest(
-        self, vector: Sequence[float], fetch: int, where: Where | None, *, card_rows: bool
+        self, vector: Sequence[float], fetch: int, where: Where | None, *, kind: RowKind
     ) -> list[ChildHit]:
         """The ``fetch`` rows of one kind nearest the question, over every collection of it.
 
@@ -96,7 +96,7 @@ class RowReader:
         k parents among a few long ones does not pay a query per window.
         """
         hits: list[ChildHit] = []
-        for store, only in self._plan(card_rows, where):
+        for store, only in self._plan(kind, where):
             saved = self._saved(store, only)
             if saved is not None and len(saved.ids) <= SCAN_ROWS:
                 ids, scores = scores_of(saved, vector, nearest_ids(saved, vector, fetch))
@@ -111,7 +111,7 @@ class RowReader:
         row_ids: Sequence[str],
         where: Where | None,
         *,
-        card_rows: bool,
+        kind: RowKind,
     ) -> list[ChildHit]:
         """The given rows of one kind (those that exist and pass ``where``), scored, best first.
 
@@ -124,7 +124,7 @@ class RowReader:
         if not row_ids:
             return []
         hits: list[ChildHit] = []
-        for store, plan_filter in self._plan(card_rows, where):
+        for store, plan_filter in self._plan(kind, where):
             saved = self._saved(store, plan_filter)
             if saved is not None:
                 ids, scores = scores_of(saved, vector, row_ids)
@@ -147,7 +147,7 @@ class RowReader:
         hundred rows cost more as hits than as scores.
         """
         if not self._saved_children(where):
-            return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
+            return best_hits(self.by_ids(vector, row_ids, where, kind="child"))
         assert self.vectors is not None  # checked by _saved_children
         ids, scores = scores_of(self.vectors, vector, row_ids)
         best = best_by_parent(
@@ -175,13 +175,13 @@ class RowReader:
         hits = self._lean(self.collections.children, ids, scores)
         return nearest(hits, len(hits))
 
-    def scans(self, where: Where | None, *, card_rows: bool) -> bool:
+    def scans(self, where: Where | None, *, with_card_rows: bool) -> bool:
         """Whether every window under ``where`` is scanned from saved vectors (no Chroma query).
 
         Then a question's reads are all Python and NumPy in this process, and running them in
         threads at once only makes them wait for each other's GIL.
         """
-        kinds = (False, True) if card_rows else (False,)
+        kinds: tuple[RowKind, ...] = ("child", "card") if with_card_rows else ("child",)
         return all(
             (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS
             for kind in kinds
@@ -190,7 +190,7 @@ class RowReader:
 
     def _saved_children(self, where: Where | None) -> bool:
         """Whether the children read under ``where`` are exactly the saved vectors' rows."""
-        plan = self._plan(False, where)
+        plan = self._plan("child", where)
         return self.vectors is not None and plan == [(self.collections.children, None)]
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
@@ -204,9 +204,9 @@ class RowReader:
         if not missing:
             return list(hits)
         read: dict[str, tuple[str, dict[str, Any]]] = {}
-        for card_rows in (False, True):
-            ids = [h.child_id for h in missing if h.is_card_row == card_rows]
-            for store, _ in self._plan(card_rows, None) if ids else []:
+        for kind in ("child", "card"):
+            ids = [h.child_id for h in missing if h.is_card_row == (kind == "card")]
+            for store, _ in self._plan(kind, None) if ids else []:
                 rows = store._collection.get(ids=ids, include=["documents", "metadatas"])
                 for i, text, meta in zip(
                     rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True
@@ -265,10 +265,8 @@ class RowReader:
             return self.vectors
         return self.vectors.cards if store is self.collections.cards else None
 
-    def _plan(self, card_rows: bool, where: Where | None) -> list[tuple[Chroma, Where | None]]:
-        return self.collections.plan(
-            card_rows=card_rows, where=where, allow_restricted=self.allow_restricted
-        )
+    def _plan(self, kind: RowKind, where: Where | None) -> list[tuple[Chroma, Where | None]]:
+        return self.collections.plan(kind=kind, where=where, allow_restricted=self.allow_restricted)
 
 
 def orphans(count: int, id_key: str, store: str = "the vector store") -> None:

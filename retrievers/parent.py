@@ -188,14 +188,14 @@ class ScoredParentDocumentRetriever(IndexedParents):
         scanned = (
             isinstance(rows, RowReader)
             and not callable(where)
-            and rows.scans(where, card_rows=self.card_rows)
+            and rows.scans(where, with_card_rows=self.card_rows)
         )
         together = _in_turn if scanned else self._together
         while True:
             # the three rankings' windows of the same size: children, card rows, BM25
             hits, cards, lexical_hits = together(
-                partial(rows.nearest, vector, fetch, where, card_rows=False),
-                partial(rows.nearest, vector, fetch, where, card_rows=True)
+                partial(rows.nearest, vector, fetch, where, kind="child"),
+                partial(rows.nearest, vector, fetch, where, kind="card")
                 if self.card_rows
                 else list,
                 partial(self._lexical, query, fetch) if lexical_on else list,

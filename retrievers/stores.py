@@ -30,6 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from cardrag.ingest.index.collections import RowKind
 from cardrag.retrievers.hits import (
     ChildHit,
     best_hits,
@@ -48,13 +49,13 @@ class Reader(Protocol):
     """What the retriever's loop reads: Chroma's :class:`RowReader` or a :class:`StoreReader`."""
 
     def nearest(
-        self, vector: Sequence[float], fetch: int, where: Any, *, card_rows: bool
+        self, vector: Sequence[float], fetch: int, where: Any, *, kind: RowKind
     ) -> list[ChildHit]:
         """The ``fetch`` rows of one kind nearest the question."""
         ...
 
     def by_ids(
-        self, vector: Sequence[float], row_ids: Sequence[str], where: Any, *, card_rows: bool
+        self, vector: Sequence[float], row_ids: Sequence[str], where: Any, *, kind: RowKind
     ) -> list[ChildHit]:
         """The given rows, scored, best first."""
         ...
@@ -90,7 +91,7 @@ class StoreReader:
         >>> _ = store.add_documents([Document("a", id="p::00", metadata={"doc_id": "p"})])
         >>> reader = StoreReader(store, store.embeddings, "doc_id", "a")
         >>> [h.parent_id for h in reader.nearest(store.embeddings.embed_query("a"), 4, None,
-        ...                                      card_rows=False)]
+        ...                                      kind="child")]
         ['p']
     """
 
@@ -105,10 +106,10 @@ class StoreReader:
     """The question (for stores that search by text only)."""
 
     def nearest(
-        self, vector: Sequence[float], fetch: int, where: StoreFilter | None, *, card_rows: bool
+        self, vector: Sequence[float], fetch: int, where: StoreFilter | None, *, kind: RowKind
     ) -> list[ChildHit]:
         """The ``fetch`` children nearest the question (no card rows outside Chroma)."""
-        if card_rows:
+        if kind == "card":
             return []
         pairs = scored_search(self.store, self.query, vector, fetch, where)
         hits = [h for doc, s in pairs if (h := self._hit(doc, s))]
@@ -122,14 +123,14 @@ class StoreReader:
         row_ids: Sequence[str],
         where: StoreFilter | None,
         *,
-        card_rows: bool,
+        kind: RowKind,
     ) -> list[ChildHit]:
         """The given children, scored against the question (their texts embedded here).
 
         A store's public API gives no vectors back, so these rows (one per parent only BM25
         found) are embedded again: the same model and text, so the same vector.
         """
-        if card_rows or not row_ids or where is not None:
+        if kind == "card" or not row_ids or where is not None:
             return []
         docs = self.store.get_by_ids(list(row_ids))
         if not docs:
@@ -145,7 +146,7 @@ class StoreReader:
         self, vector: Sequence[float], row_ids: Sequence[str], where: StoreFilter | None
     ) -> list[ChildHit]:
         """Each parent's best child among the given rows (:meth:`by_ids`, one per parent)."""
-        return best_hits(self.by_ids(vector, row_ids, where, card_rows=False))
+        return best_hits(self.by_ids(vector, row_ids, where, kind="child"))
 
     def best_of_parents(
         self,

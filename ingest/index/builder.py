@@ -116,7 +116,7 @@ def build(
         generation = generations.new()
         try:
             collections = generations.collections(generation, embeddings)
-            docstore = generations.parents(generation)
+            docstore = generations.parent_store(generation)
             written = upsert_documents(
                 collections,
                 docstore,

@@ -47,6 +47,8 @@ DISTANCE_SPACE: Literal["cosine"] = "cosine"
 """Declared explicitly on the collection; the retriever converts distances for this space."""
 
 Where = dict[str, Any]
+RowKind = Literal["child", "card"]
+"""The two kinds of row an index holds: a parent's children, and its whole-card row."""
 CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$ne": md.CARD_ROW}}
 """Real children only: every row but the card rows (``chunk_index`` -1), rows without a
 ``chunk_index`` included (children LangChain's own retriever wrote)."""
@@ -141,23 +143,23 @@ class Collections:
         return self.children
 
     def plan(
-        self, *, card_rows: bool, where: Where | None, allow_restricted: bool
+        self, *, kind: RowKind, where: Where | None, allow_restricted: bool
     ) -> list[tuple[Chroma, Where | None]]:
-        """The (collection, filter) pairs that hold one kind of row (children or card rows).
+        """The (collection, filter) pairs that hold one kind of row (``child`` or ``card``).
 
         Where each kind has its own collection the queries need no filter of their own (only
         ``where``); where rows share one collection, metadata filters tell them apart.
         Restricted rows are read only with ``allow_restricted``.
         """
-        kind = CARD_ROWS if card_rows else CHILD_ROWS
+        rows_of_kind = CARD_ROWS if kind == "card" else CHILD_ROWS
         if self.cards is None:  # children and card rows share one collection
-            public, kind_filter = self.children, kind
+            public, kind_filter = self.children, rows_of_kind
         else:
-            public, kind_filter = (self.cards if card_rows else self.children), None
+            public, kind_filter = (self.cards if kind == "card" else self.children), None
         hidden = self.restricted is None and not allow_restricted
         queries = [(public, merge_filters(where, kind_filter, NOT_RESTRICTED if hidden else None))]
         if allow_restricted and self.restricted is not None:
-            queries.append((self.restricted, merge_filters(where, kind)))
+            queries.append((self.restricted, merge_filters(where, rows_of_kind)))
         return queries
 
     def all(self) -> list[Chroma]:

@@ -116,7 +116,7 @@ class Generations(Protocol):
         """A generation's collections (created empty when new)."""
         ...
 
-    def parents(self, generation: str) -> BaseStore[str, Document]:
+    def parent_store(self, generation: str) -> BaseStore[str, Document]:
         """A generation's parent store."""
         ...
 

@@ -68,7 +68,7 @@ class LocalGenerations:
             return Collections(open_vectorstore(path / "chroma", embeddings))
         return open_collections(chroma_client(path / "chroma"), embeddings)
 
-    def parents(self, generation: str) -> BaseStore[str, Document]:
+    def parent_store(self, generation: str) -> BaseStore[str, Document]:
         """The generation's parents: its folder's ``parents/`` unless a store is configured."""
         return parent_store(self.parent_spec, generation, self.path(generation) / "parents")
 
@@ -113,7 +113,7 @@ class LocalGenerations:
             rows = sum(c.count() for c in client.list_collections())
         finally:
             client.close()  # a second reference to the writer's client: release it
-        return rows, count_parents(self.parents(generation))
+        return rows, count_parents(self.parent_store(generation))
 
     def swap(self, generation: str) -> str | None:
         """Point ``current`` at a complete generation (``os.replace``: atomic on POSIX)."""

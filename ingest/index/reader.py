@@ -120,7 +120,7 @@ def open_generation(
     return Index(
         path=generations.path(generation),
         collections=collections,
-        docstore=generations.parents(generation),
+        docstore=generations.parent_store(generation),
         manifest=manifest,
         bm25=generations.bm25(generation, collections),
         generation=generation,

@@ -88,7 +88,7 @@ class RemoteGenerations:
         client = http_client(self.url)
         return open_collections(client, embeddings, f"{self.namespace}-", f"-{generation}")
 
-    def parents(self, generation: str) -> BaseStore[str, Document]:
+    def parent_store(self, generation: str) -> BaseStore[str, Document]:
         """The generation's parent store (a local folder when none is configured)."""
         return parent_store(self.parent_spec, generation, self.path(generation), self.namespace)
 
@@ -152,7 +152,7 @@ class RemoteGenerations:
         rows = sum(
             client.get_collection(f"{self.namespace}-{kind}-{generation}").count() for kind in KINDS
         )
-        return rows, count_parents(self.parents(generation))
+        return rows, count_parents(self.parent_store(generation))
 
     def swap(self, generation: str) -> str | None:
         """Write the pointer (generation and manifest) after checking the counts."""

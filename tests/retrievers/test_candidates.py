@@ -34,9 +34,9 @@ class _Reader:
         self.asked: list[tuple[list[str], Any, bool]] = []
 
     def by_ids(
-        self, vector: list[float], row_ids: list[str], where: Any, *, card_rows: bool
+        self, vector: list[float], row_ids: list[str], where: Any, *, kind: str
     ) -> list[ChildHit]:
-        self.asked.append((list(row_ids), where, card_rows))
+        self.asked.append((list(row_ids), where, kind == "card"))
         return [ChildHit(i, i.split("::")[0], 0.5) for i in row_ids]
 
     def best_of(self, vector: list[float], row_ids: list[str], where: Any) -> list[ChildHit]:
@@ -73,9 +73,9 @@ class _CardRows(_Reader):
     """Holds card rows for parents a, b and d (c has none: too long for one)."""
 
     def by_ids(
-        self, vector: list[float], row_ids: list[str], where: Any, *, card_rows: bool
+        self, vector: list[float], row_ids: list[str], where: Any, *, kind: str
     ) -> list[ChildHit]:
-        self.asked.append((list(row_ids), where, card_rows))
+        self.asked.append((list(row_ids), where, kind == "card"))
         return [ChildHit(i, i.split("::")[0], 0.4) for i in row_ids if i[0] in "abd"]
 
 

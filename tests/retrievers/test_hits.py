@@ -38,12 +38,12 @@ def test_the_reader_searches_one_kind_of_row_and_never_restricted_ones(
     reader_rows: RowReader, fake_embeddings: Embeddings
 ) -> None:
     vector = fake_embeddings.embed_query("iron tablets")
-    children = reader_rows.nearest(vector, 10, None, card_rows=False)
-    cards = reader_rows.nearest(vector, 10, None, card_rows=True)
+    children = reader_rows.nearest(vector, 10, None, kind="child")
+    cards = reader_rows.nearest(vector, 10, None, kind="card")
     allowed = RowReader(reader_rows.collections, allow_restricted=True)
     assert [h.child_id for h in children] == ["iron::00", "iron::01", "tea::00"]
     assert [h.child_id for h in cards] == ["iron::card"]
-    assert [h.child_id for h in allowed.nearest(vector, 1, None, card_rows=False)] == ["secret::00"]
+    assert [h.child_id for h in allowed.nearest(vector, 1, None, kind="child")] == ["secret::00"]
     assert children[0].score > children[1].score
 
 
@@ -51,9 +51,9 @@ def test_rows_read_by_id_score_as_the_vector_search_does(
     reader_rows: RowReader, fake_embeddings: Embeddings
 ) -> None:
     vector = fake_embeddings.embed_query("tea and iron")
-    searched = reader_rows.nearest(vector, 10, None, card_rows=False)
+    searched = reader_rows.nearest(vector, 10, None, kind="child")
     wanted = ["tea::00", "iron::01", "secret::00", "gone::00"]  # restricted, and no such row
-    read = reader_rows.by_ids(vector, wanted, None, card_rows=False)
+    read = reader_rows.by_ids(vector, wanted, None, kind="child")
     assert [h.child_id for h in read] == [h.child_id for h in searched if h.child_id in wanted]
     for got in read:
         want = next(h for h in searched if h.child_id == got.child_id)
@@ -68,14 +68,14 @@ def test_rows_read_by_id_score_as_the_vector_search_does(
             True,
         )
     only_first = {md.CHUNK_INDEX: 0}
-    assert [
-        h.child_id for h in reader_rows.by_ids(vector, wanted, only_first, card_rows=False)
-    ] == ["tea::00"]
-    assert [
-        h.child_id for h in reader_rows.by_ids(vector, ["iron::card"], None, card_rows=True)
-    ] == ["iron::card"]
-    assert reader_rows.by_ids(vector, ["iron::card"], None, card_rows=False) == []
-    assert reader_rows.by_ids(vector, [], None, card_rows=False) == []
+    assert [h.child_id for h in reader_rows.by_ids(vector, wanted, only_first, kind="child")] == [
+        "tea::00"
+    ]
+    assert [h.child_id for h in reader_rows.by_ids(vector, ["iron::card"], None, kind="card")] == [
+        "iron::card"
+    ]
+    assert reader_rows.by_ids(vector, ["iron::card"], None, kind="child") == []
+    assert reader_rows.by_ids(vector, [], None, kind="child") == []
 
 
 def test_rows_with_ids_of_their_own_are_read_by_their_metadata(
@@ -87,7 +87,7 @@ def test_rows_with_ids_of_their_own_are_read_by_their_metadata(
     collections.children.add_texts(["take iron tablets"], [meta], ids=["3f2a9c1e"])
     reader = RowReader(collections)
     vector = fake_embeddings.embed_query("iron tablets")
-    [hit] = reader.nearest(vector, 4, None, card_rows=False)
+    [hit] = reader.nearest(vector, 4, None, kind="child")
     assert (hit.child_id, hit.parent_id, hit.metadata, hit.complete) == (
         "3f2a9c1e",
         "iron",

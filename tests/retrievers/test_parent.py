@@ -296,9 +296,9 @@ def test_reading_rows_by_id_scores_them_as_the_vector_query_does(tmp_path: Path)
     vector = retriever._embeddings.embed_query("pills stomach morning")
     only = {"parent_id": {"$in": ["card-1", "card-3"]}}
     for cards in (False, True):
-        searched = retriever.rows.nearest(vector, 10, only, card_rows=cards)
+        searched = retriever.rows.nearest(vector, 10, only, kind="card" if cards else "child")
         ids = sorted(h.child_id for h in searched)
-        read = retriever.rows.by_ids(vector, ids, None, card_rows=cards)
+        read = retriever.rows.by_ids(vector, ids, None, kind="card" if cards else "child")
         assert [h.child_id for h in read] == [h.child_id for h in searched]
         # Chroma computes in float32, this in float64
         assert [h.score for h in read] == pytest.approx([h.score for h in searched], abs=1e-6)

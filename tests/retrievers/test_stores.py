@@ -44,20 +44,20 @@ def test_rows_read_by_id_score_as_the_search_does(kind: str) -> None:
     store, embeddings = filled(kind)
     reader = StoreReader(store, embeddings, "doc_id", "alpha beta")  # type: ignore[arg-type]
     vector = embeddings.embed_query("alpha beta")
-    searched = {h.child_id: h.score for h in reader.nearest(vector, 3, None, card_rows=False)}
-    read = reader.by_ids(vector, ["b::00", "a::01", "missing"], None, card_rows=False)
+    searched = {h.child_id: h.score for h in reader.nearest(vector, 3, None, kind="child")}
+    read = reader.by_ids(vector, ["b::00", "a::01", "missing"], None, kind="child")
     assert [h.child_id for h in read] == ["b::00", "a::01"]
     for hit in read:
         assert math.isclose(hit.score, searched[hit.child_id], abs_tol=1e-5)
-    assert reader.nearest(vector, 3, None, card_rows=True) == []
-    assert reader.by_ids(vector, ["b::00"], {"doc_id": "b"}, card_rows=False) == []
+    assert reader.nearest(vector, 3, None, kind="card") == []
+    assert reader.by_ids(vector, ["b::00"], {"doc_id": "b"}, kind="child") == []
 
 
 def test_rows_without_id_key_are_skipped_as_langchain_skips_them() -> None:
     store, embeddings = filled("memory")
     store.add_documents([Document("alpha beta", metadata={})], ids=["orphan"])  # type: ignore[attr-defined]
     reader = StoreReader(store, embeddings, "doc_id", "q")  # type: ignore[arg-type]
-    hits = reader.nearest(embeddings.embed_query("alpha beta"), 4, None, card_rows=False)
+    hits = reader.nearest(embeddings.embed_query("alpha beta"), 4, None, kind="child")
     assert "orphan" not in [h.child_id for h in hits]
     assert len(hits) == 3
 

@@ -74,7 +74,7 @@ def test_a_generation_whose_counts_differ_from_its_manifest_is_not_swapped_in(
         generation = generations.new()
         written = upsert_documents(
             generations.collections(generation, fake_embeddings),
-            generations.parents(generation),
+            generations.parent_store(generation),
             CardSplitter(),
             [c.to_document() for c in shipped_cards[:2]],
         )

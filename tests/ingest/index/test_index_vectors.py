@@ -104,7 +104,7 @@ def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
         assert [(h.child_id, h.score) for h in by_parent] == [
             (h.child_id, h.score) for h in best
         ]  # each parent's rows as one slice: the same hits, in the same order
-        every = chroma.by_ids(vector, rows, None, card_rows=False)
+        every = chroma.by_ids(vector, rows, None, kind="child")
         for hit in best:
             assert hit.score == max(h.score for h in every if h.parent_id == hit.parent_id)
 
@@ -117,18 +117,18 @@ def test_a_scanned_window_is_chromas_window_scored_as_rows_read_by_id(
     assert len(index.vectors.ids) <= SCAN_ROWS
     saved = RowReader(index.collections, vectors=index.vectors)
     chroma = RowReader(index.collections)
-    assert saved.scans(None, card_rows=True)
-    assert not chroma.scans(None, card_rows=True)
+    assert saved.scans(None, with_card_rows=True)
+    assert not chroma.scans(None, with_card_rows=True)
     every = list(index.vectors.ids)  # in the matrix's order: equal scores keep it
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
-        exact = chroma.by_ids(vector, every, None, card_rows=False)  # every row, scored
+        exact = chroma.by_ids(vector, every, None, kind="child")  # every row, scored
         for fetch in (8, 40, 160):
-            scanned = saved.nearest(vector, fetch, None, card_rows=False)
+            scanned = saved.nearest(vector, fetch, None, kind="child")
             assert [(h.child_id, h.score) for h in scanned] == [
                 (h.child_id, h.score) for h in exact[:fetch]
             ]  # the exact window, scored as rows read by id are
-        queried = chroma.nearest(vector, 8, None, card_rows=False)
+        queried = chroma.nearest(vector, 8, None, kind="child")
         assert [h.child_id for h in scanned[:8]] == [h.child_id for h in queried]  # HNSW's too
 
 
@@ -188,9 +188,9 @@ def test_whole_card_rows_are_saved_too_and_score_as_chroma_scores_them(
     asked = [f"card-syn-{i:06d}::card" for i in range(0, 10, 3)] + ["card-long-0::card"]
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
-        got = saved.by_ids(vector, asked, None, card_rows=True)
+        got = saved.by_ids(vector, asked, None, kind="card")
         assert [(h.child_id, h.score) for h in got] == [
-            (h.child_id, h.score) for h in chroma.by_ids(vector, asked, None, card_rows=True)
+            (h.child_id, h.score) for h in chroma.by_ids(vector, asked, None, kind="card")
         ]
         assert {h.parent_id for h in got} == {f"card-syn-{i:06d}" for i in range(0, 10, 3)}
 
@@ -207,7 +207,7 @@ def test_a_generation_saved_before_card_rows_were_reads_them_from_chroma(
     assert loaded.cards is None
     reader = RowReader(index.collections, vectors=loaded)
     vector = fake_embeddings.embed_query(QUESTIONS[0])
-    got = reader.by_ids(vector, ["card-syn-000001::card"], None, card_rows=True)
+    got = reader.by_ids(vector, ["card-syn-000001::card"], None, kind="card")
     assert [h.parent_id for h in got] == ["card-syn-000001"]  # from Chroma, not "no row"
 
 
