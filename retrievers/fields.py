@@ -156,6 +156,10 @@ class ScoredParentFields(ParentDocumentRetriever):
     :mod:`cardrag.retrievers.rerank`) before the best ``k`` are returned."""
     rerank_candidates: int = Field(default=default("rerank_candidates"), ge=1)
     """Parents handed to the reranker (at least ``k``)."""
+    candidate_parents: int = Field(default=default("candidate_parents"), ge=1)
+    """The first window of children is sized for this many parents, or ``k`` if larger, so the
+    first parents returned do not depend on ``k`` up to it (the fused order depends on the
+    window); only the ``k`` returned are read from the parent store. 1: sized by ``k`` alone."""
     concurrent_reads: bool = default("concurrent_reads")
     """Make the independent reads of one question at the same time (the vector queries and
     BM25; then the reads by id; then the matched rows and the docstore), on a small shared

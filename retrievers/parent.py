@@ -151,6 +151,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             "adaptive_fusion": settings.adaptive_fusion,
             "reranker": reranker_from(settings),
             "rerank_candidates": settings.rerank_candidates,
+            "candidate_parents": settings.candidate_parents,
         }
         return cls.over(index.collections, **{**values, **overrides})
 
@@ -183,7 +184,10 @@ class ScoredParentDocumentRetriever(IndexedParents):
         rows = self._reader(query)
         # another store's filter cannot be applied to BM25's candidates: dense only then
         lexical_on = isinstance(self.vectorstore, Chroma) or where is None
-        fetch = first_fetch(pool, self.fetch_multiplier, self.max_fetch)
+        # the first window is the same for any k up to candidate_parents: so are the first cards
+        fetch = first_fetch(
+            max(pool, self.candidate_parents), self.fetch_multiplier, self.max_fetch
+        )
         records: dict[str, Document | None] = {}  # the docstore's, read once a question
         scanned = (
             isinstance(rows, RowReader)

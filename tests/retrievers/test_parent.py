@@ -54,7 +54,8 @@ def fake_retriever(tmp_path: Path, chunk_size: int, **fields: Any) -> ScoredPare
 @pytest.fixture
 def small(tmp_path: Path) -> ScoredParentDocumentRetriever:
     """Four cards on a real Chroma on disk, fake embeddings, in-memory parents."""
-    retriever = fake_retriever(tmp_path, 30, k=3, fetch_multiplier=1)
+    # windows sized by k alone (candidate_parents=1), so the tests below pin their arithmetic
+    retriever = fake_retriever(tmp_path, 30, k=3, fetch_multiplier=1, candidate_parents=1)
     retriever.add_documents(
         [
             card("card-a", "\n\n".join(["pills stomach morning"] * 12), topics=["food"]),
@@ -81,6 +82,28 @@ def test_overfetch_returns_k_parents_when_one_card_dominates(
     assert [d.id for d in docs] == ["card-a", "card-c", "card-b"]
     assert [round(d.metadata["score"], 3) for d in docs] == [1.0, 0.408, 0.333]
     assert windows == [3, 6, 12, 24]  # card-a's 12 identical children fill the first windows
+
+
+def test_the_first_window_is_sized_for_candidate_parents_whatever_k(
+    small: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows: list[int] = []
+    original = RowReader._query
+
+    def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
+        windows.append(fetch)
+        return original(self, store, vector, fetch, where)
+
+    monkeypatch.setattr(RowReader, "_query", spy)
+    wide = small.model_copy(update={"candidate_parents": 4})
+    first = [d.id for d in wide.invoke("pills stomach morning", k=1)]
+    assert windows == [4]  # sized for 4 parents, not for k=1
+    windows.clear()
+    assert [d.id for d in wide.invoke("pills stomach morning", k=4)][:1] == first == ["card-a"]
+    assert windows == [4, 8, 16]  # the same first window (k=4 then needs wider ones)
+    windows.clear()
+    small.invoke("pills stomach morning", k=1)
+    assert windows == [1]  # candidate_parents=1: sized by k alone
 
 
 def test_ainvoke_takes_the_same_per_call_options_as_invoke(
@@ -420,6 +443,7 @@ def hybrid(tmp_path: Path) -> ScoredParentDocumentRetriever:
         200,
         k=2,
         fetch_multiplier=1,
+        candidate_parents=1,  # windows sized by k alone
         bm25=BM25Index.build([], [], []),
         bm25_weight=1.0,  # the fused scores below are computed for equal weights and c = 60
         rrf_c=60,
@@ -520,7 +544,9 @@ def test_from_index_follows_the_settings(
 
 def test_each_ranking_gets_its_own_window(tmp_path: Path) -> None:
     """A card row outside the children's window still enters the card ranking."""
-    retriever = fake_retriever(tmp_path, 30, k=1, fetch_multiplier=2, card_rows=True)
+    retriever = fake_retriever(
+        tmp_path, 30, k=1, fetch_multiplier=2, card_rows=True, candidate_parents=1
+    )
     # children and card rows are two queries, each with the whole window (2 rows): in one mixed
     # query of 2 rows a card row could push a child out, and a parent missing from a list
     # loses that list's share of its fused score
@@ -745,3 +771,24 @@ def test_a_forked_worker_gets_a_read_pool_of_its_own(monkeypatch: pytest.MonkeyP
     child = read_pool()
     assert child is not first
     assert child.submit(lambda: 42).result(timeout=5) == 42
+
+
+@pytest.mark.real
+def test_the_first_card_of_a_golden_question_does_not_depend_on_k(
+    shipped_retriever: ScoredParentDocumentRetriever,
+) -> None:
+    from cardrag.evals.cases import GOLDEN, load_golden_cases
+
+    questions = [c.query for c in load_golden_cases(GOLDEN)]
+
+    def firsts(retriever: ScoredParentDocumentRetriever, k: int) -> list[str | None]:
+        return [d.id for q in questions for d in retriever.invoke(q, k=k, min_similarity=None)[:1]]
+
+    assert (
+        firsts(shipped_retriever, 1)
+        == firsts(shipped_retriever, 4)
+        == firsts(shipped_retriever, 10)
+    )
+    narrow = shipped_retriever.model_copy(update={"candidate_parents": 1})  # sized by k alone
+    moved = sum(a != b for a, b in zip(firsts(narrow, 1), firsts(narrow, 10), strict=True))
+    assert moved >= 1  # measured 4 of 88 (MiniLM); the count is the model's, the direction is not
