@@ -600,7 +600,7 @@ def _built(
     return ScoredParentDocumentRetriever.from_index(index, settings)
 
 
-@pytest.mark.parametrize("fusion", ["first", "plain", "default"])
+@pytest.mark.parametrize("fusion", ["first", "plain", "adaptive", "default"])
 def test_default_retrieval_output_is_pinned(
     tmp_path_factory: pytest.TempPathFactory,
     shipped_cards: list[Any],
@@ -611,14 +611,27 @@ def test_default_retrieval_output_is_pinned(
     """``first`` was pinned before the other chunkers existed: adding them, and splitting the
     rows into three collections, must not move it. Issue 7 then changed the fusion defaults
     (BM25 weight 0.75, RRF c 20), pinned beside it as ``plain``; issue 34 made the fusion
-    follow the question (``adaptive_fusion``), the default now, pinned as ``default``."""
+    follow the question (``adaptive_fusion``), pinned as ``adaptive``; the first window then
+    became sized for ``candidate_parents`` (10) rather than ``k``, the default now, pinned as
+    ``default`` (the three before keep ``candidate_parents=1``, their window)."""
     update: dict[str, Any] = {
-        "first": {"bm25_weight": 1.0, "rrf_c": 60, "adaptive_fusion": False},
-        "plain": {"adaptive_fusion": False},
+        "first": {
+            "bm25_weight": 1.0,
+            "rrf_c": 60,
+            "adaptive_fusion": False,
+            "candidate_parents": 1,
+        },
+        "plain": {"adaptive_fusion": False, "candidate_parents": 1},
+        "adaptive": {"candidate_parents": 1},
         "default": {},
     }[fusion]
     settings = default_settings.model_copy(update=update)
-    expected = {"first": PINNED, "plain": PINNED_NOW, "default": PINNED_ADAPTIVE}[fusion]
+    expected = {
+        "first": PINNED,
+        "plain": PINNED_NOW,
+        "adaptive": PINNED_ADAPTIVE,
+        "default": PINNED_DEFAULT,
+    }[fusion]
     retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, settings)
     got = {q: _key(retriever.invoke(q)) for q in expected}
     # which cards, in which order, matched by which child: exact on every CPU
@@ -688,6 +701,14 @@ PINNED_ADAPTIVE = {
         *PINNED["Can I drink alcohol with it?"][:3],
         ("card-grapefruit-interactions", 0.3049, "card-grapefruit-interactions::00"),
     ],
+}
+
+
+_MISSED = PINNED_ADAPTIVE["What should I do if I miss a dose?"]
+PINNED_DEFAULT = {
+    **PINNED_ADAPTIVE,
+    # the first window sized for 10 parents (40 children, not 16) swaps the middle two
+    "What should I do if I miss a dose?": [_MISSED[0], _MISSED[2], _MISSED[1], _MISSED[3]],
 }
 
 
