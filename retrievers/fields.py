@@ -106,7 +106,7 @@ class ScoredParentFields(ParentDocumentRetriever):
     k: int = Field(default=default("k"), ge=1)
     """Distinct parents to return (``search_kwargs["k"]`` sets it too)."""
     fetch_multiplier: int = Field(default=default("fetch_multiplier"), ge=1)
-    """The first search fetches ``k * fetch_multiplier`` children."""
+    """The first search fetches ``max(k, candidate_parents) * fetch_multiplier`` children."""
     max_fetch: int = Field(default=default("max_fetch"), ge=1)
     """Upper bound on children fetched for one question (the window doubles up to it)."""
     min_similarity: float | None = None

@@ -91,9 +91,10 @@ class RowReader:
         """The ``fetch`` rows of one kind nearest the question, over every collection of it.
 
         A collection whose rows are all saved beside the index, and no more than
-        :data:`SCAN_ROWS` of them, is scanned there (:meth:`RowVectors.nearest_ids`) instead of
-        asked: exact, cheaper than one query, and a retriever that doubles its window to find
-        k parents among a few long ones does not pay a query per window.
+        :data:`SCAN_ROWS` of them, is scanned there
+        (:func:`~cardrag.retrievers.scan.nearest_ids`) instead of asked: exact, cheaper than one
+        query, and a retriever that doubles its window to find k parents among a few long ones
+        does not pay a query per window.
         """
         hits: list[ChildHit] = []
         for store, only in self._plan(kind, where):
@@ -166,7 +167,8 @@ class RowReader:
         """Each given parent's best child over all its rows, scored, best first.
 
         :meth:`best_of` over ``rows_of(parent_ids)``; from the saved vectors each parent's rows
-        are one slice (:meth:`RowVectors.best_per_parent`), with no row id handled one by one.
+        are one slice (:func:`~cardrag.retrievers.scan.best_of_parents`), with no row id handled
+        one by one.
         """
         if not self._saved_children(where):
             return self.best_of(vector, rows_of(parent_ids), where)

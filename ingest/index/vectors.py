@@ -46,8 +46,8 @@ class RowVectors:
 
     Example:
         >>> vectors = RowVectors(["a::00", "a::01", "b::00"], np.eye(3, dtype=np.float32))
-        >>> vectors.positions["b::00"], vectors.row_count("a")
-        (2, 2)
+        >>> vectors.positions["b::00"], vectors.rows_by_parent["a"].tolist()
+        (2, [0, 1])
     """
 
     ids: list[str]
@@ -81,11 +81,6 @@ class RowVectors:
             parent: np.array(sorted(found, key=ids.__getitem__), dtype=np.int64)
             for parent, found in rows.items()
         }
-
-    def row_count(self, parent_id: str) -> int:
-        """How many rows a parent has here."""
-        found = self.rows_by_parent.get(parent_id)
-        return 0 if found is None else len(found)
 
     @classmethod
     def from_collection(cls, collection: Any) -> RowVectors:

@@ -67,17 +67,23 @@ def small(tmp_path: Path) -> ScoredParentDocumentRetriever:
     return retriever
 
 
-def test_overfetch_returns_k_parents_when_one_card_dominates(
-    small: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    windows: list[int] = []
+@pytest.fixture
+def windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every Chroma vector query a retriever makes, in order."""
+    asked: list[int] = []
     original = RowReader._query
 
     def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
-        windows.append(fetch)
+        asked.append(fetch)
         return original(self, store, vector, fetch, where)
 
     monkeypatch.setattr(RowReader, "_query", spy)
+    return asked
+
+
+def test_overfetch_returns_k_parents_when_one_card_dominates(
+    small: ScoredParentDocumentRetriever, windows: list[int]
+) -> None:
     docs = small.invoke("pills stomach morning")
     assert [d.id for d in docs] == ["card-a", "card-c", "card-b"]
     assert [round(d.metadata["score"], 3) for d in docs] == [1.0, 0.408, 0.333]
@@ -85,16 +91,8 @@ def test_overfetch_returns_k_parents_when_one_card_dominates(
 
 
 def test_the_first_window_is_sized_for_candidate_parents_whatever_k(
-    small: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
+    small: ScoredParentDocumentRetriever, windows: list[int]
 ) -> None:
-    windows: list[int] = []
-    original = RowReader._query
-
-    def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
-        windows.append(fetch)
-        return original(self, store, vector, fetch, where)
-
-    monkeypatch.setattr(RowReader, "_query", spy)
     wide = small.model_copy(update={"candidate_parents": 4})
     first = [d.id for d in wide.invoke("pills stomach morning", k=1)]
     assert windows == [4]  # sized for 4 parents, not for k=1
