@@ -31,8 +31,11 @@ def update_report(folder: Path, name: str, entry: dict[str, Any]) -> None:
         json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
     )
     report[name] = entry
-    json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (folder / "report.md").write_text(render(report), encoding="utf-8")
+    text = json.dumps(report, indent=2, sort_keys=True)
+    json_path.write_text(text + "\n", encoding="utf-8")
+    # rendered from what was stored, so the Markdown is the same whichever section ran last
+    # (a fresh entry lists its systems in run order, a stored one by name)
+    (folder / "report.md").write_text(render(json.loads(text)), encoding="utf-8")
 
 
 def render(report: dict[str, Any]) -> str:

@@ -101,6 +101,18 @@ def test_update_keeps_other_datasets_and_rewrites_the_markdown(tmp_path: Path) -
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == render(stored)
 
 
+def test_the_markdown_is_the_same_whichever_section_ran_last(tmp_path: Path) -> None:
+    # a fresh entry lists its systems in run order; the stored one lists them by name
+    systems = {name: {**METRICS, "parents@5": 5.0, "ms/query": 1.0} for name in ("zz", "aa")}
+    update_report(tmp_path, "golden", _entry(systems=systems))
+    fresh = (tmp_path / "report.md").read_text(encoding="utf-8")
+    update_report(tmp_path, "other", _entry())
+    rows = [line for line in fresh.splitlines() if line.startswith(("| aa ", "| zz "))]
+    assert [row[:4] for row in rows] == ["| aa", "| zz"]
+    # the golden section, re-rendered from the stored report, is unchanged
+    assert (tmp_path / "report.md").read_text(encoding="utf-8").startswith(fresh.rstrip("\n"))
+
+
 def test_the_machine_line_names_the_cores_and_python() -> None:
     import os
     import platform
