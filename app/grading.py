@@ -41,9 +41,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from cardrag.app.aspects import asks_broadly, aspect_verdict
-from cardrag.app.calibration import (
-    Calibrations,
-)
+from cardrag.app.calibration import Calibrations
 from cardrag.app.extractive import split_sentences
 from cardrag.app.glossary import gloss_of, unglossed
 from cardrag.app.terms import (
@@ -57,6 +55,7 @@ from cardrag.app.terms import (
     salient_terms,
     text_language,
     vocabulary,
+    without_names,
     without_terms,
 )
 from cardrag.app.vectors import Vectors, dot
@@ -293,6 +292,12 @@ class Grader:
 
     def __post_init__(self) -> None:
         medicine_names()  # read once a process now, not on the first question (about 0.7 s)
+
+    def prefetch(self, question: str) -> None:
+        """Embed beside retrieval what grading embeds for a glossed question (``without_names``)."""
+        masked = without_names(question, salient_terms(unglossed(question)))
+        if masked is not None and gloss_of(question) and self.calibrations is not None:
+            self.vectors.prefetch(masked)
 
     def __call__(
         self, question: str, docs: Sequence[Document], ranked: Sequence[float] | None = None

@@ -88,6 +88,8 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if query != state["question"]:
         logger.info("read as %r", query)
     retriever = ctx.retriever
+    if ctx.grader is not None:
+        ctx.grader.prefetch(query)  # what grading embeds next, beside the retriever's embedding
     if isinstance(retriever, ScoredParentDocumentRetriever):
         # rank without the gate, then apply it: grading compares a card with its rivals
         ranked = retriever.invoke(query, k=ctx.k, min_similarity=None)

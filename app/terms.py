@@ -312,6 +312,20 @@ def aspect_coverage(
     return coverage(question, vocab, language, excluding=terms)
 
 
+def without_names(question: str, terms: Iterable[str]) -> str | None:
+    """The question without the :func:`named` ones of its terms (None when it names none).
+
+    Across languages grading compares it with a card that has those names (a card without one
+    is vetoed), so it is known before retrieval and can be embedded beside the question.
+
+    Example:
+        >>> without_names("¿Puedo tomar ibuprofeno con leche?", ["ibuprofeno", "leche"])
+        '¿Puedo tomar  con leche?'
+    """
+    names = [t for t in terms if named(t)]
+    return without_terms(question, names) if names else None
+
+
 def without_terms(question: str, terms: Iterable[str]) -> str:
     """The question with some of its terms taken out: what it asks about them.
 

@@ -322,3 +322,24 @@ def test_the_grader_scores_a_card_across_languages_by_its_lead_over_the_ranked_r
     assert (behind[0].answerable, behind[0].answerability) == (False, pytest.approx(-0.3))
     ahead = grader(question, [english], ranked=[0.82, 0.80])
     assert (ahead[0].answerable, ahead[0].answerability) == (True, pytest.approx(0.2))
+
+
+def test_grading_s_question_without_the_names_is_embedded_ahead_across_languages() -> None:
+    from cardrag.app.vectors import ahead_pool
+    from tests.conftest import CountingEmbeddings
+
+    model = CountingEmbeddings()
+    grader = Grader(Vectors(model), CALIBRATION)
+    glossed = "Posso tomar ibuprofeno com leite? (en: milk)"
+    grader.prefetch(glossed)
+    ahead_pool().submit(lambda: None).result()
+    assert model.queries == ["Posso tomar  com leite? (en: milk)"]
+    doc = Document(id="card-i", page_content="Ibuprofen: take it with milk or food.", metadata={})
+    grader(glossed, [doc])  # the question itself, then nothing again: the masked one is kept
+    assert model.queries == ["Posso tomar  com leite? (en: milk)", glossed]
+    # a question with no gloss (the cards' language) or no name, or no calibration: nothing
+    grader.prefetch("Can I take ibuprofen with milk?")
+    grader.prefetch("Posso tomar com leite? (en: milk)")
+    Grader(Vectors(model), calibrations=None).prefetch("Posso tomar varfarina? (en: take)")
+    ahead_pool().submit(lambda: None).result()
+    assert len(model.queries) == 2

@@ -38,3 +38,39 @@ def test_a_cleared_question_cache_embeds_the_question_again() -> None:
     cache.embed_query("q?")
     assert model.queries == ["q?", "q?"]
     assert Vectors(cache).embeddings is cache  # the app's cache is shared, not wrapped again
+
+
+def test_a_question_embedded_ahead_is_embedded_once_on_another_thread() -> None:
+    import threading
+
+    from cardrag.app.vectors import QuestionCache
+
+    threads: list[str] = []
+
+    class Recording(CountingEmbeddings):
+        def embed_query(self, text: str) -> list[float]:
+            threads.append(threading.current_thread().name)
+            return super().embed_query(text)
+
+    model = Recording()
+    cache = QuestionCache(model, kept=2)
+    cache.prefetch("q?")
+    cache.prefetch("q?")  # already on its way
+    assert cache.embed_query("q?") == model.embed_query("q?")
+    cache.prefetch("q?")  # already kept
+    assert model.queries == ["q?", "q?"]  # once ahead, once by the assertion itself
+    assert threads[0].startswith("cardrag-ahead")
+    assert threads[1] == threading.current_thread().name
+
+
+def test_a_question_embedded_ahead_and_never_asked_is_forgotten_in_turn() -> None:
+    from cardrag.app.vectors import QuestionCache, ahead_pool
+
+    model = CountingEmbeddings()
+    cache = QuestionCache(model, kept=2)
+    cache.prefetch("never asked")
+    ahead_pool().submit(lambda: None).result()  # the one thread has finished it
+    cache.embed_query("a")
+    cache.embed_query("b")  # the two most recent are kept: "never asked" is dropped
+    cache.embed_query("never asked")
+    assert model.queries == ["never asked", "a", "b", "never asked"]
