@@ -74,7 +74,12 @@ class QuestionCache(Embeddings):
 
     def _embed_ahead(self, text: str) -> list[float]:
         # kept like any question, so one never asked for is forgotten in turn
-        vector = self.model.embed_query(text)
+        try:
+            vector = self.model.embed_query(text)
+        except Exception:
+            with self._lock:  # the caller waiting on it sees the error; the next one retries
+                self._ahead.pop(text, None)
+            raise
         self._keep(text, vector)
         return vector
 

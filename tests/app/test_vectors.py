@@ -74,3 +74,24 @@ def test_a_question_embedded_ahead_and_never_asked_is_forgotten_in_turn() -> Non
     cache.embed_query("b")  # the two most recent are kept: "never asked" is dropped
     cache.embed_query("never asked")
     assert model.queries == ["never asked", "a", "b", "never asked"]
+
+
+def test_a_question_whose_embedding_ahead_failed_is_embedded_again_when_asked() -> None:
+    from cardrag.app.vectors import QuestionCache, ahead_pool
+
+    class FailsOnce(CountingEmbeddings):
+        failed = False
+
+        def embed_query(self, text: str) -> list[float]:
+            if not self.failed:
+                self.failed = True
+                raise RuntimeError("model busy")
+            return super().embed_query(text)
+
+    model = FailsOnce()
+    cache = QuestionCache(model)
+    cache.prefetch("q?")
+    ahead_pool().submit(lambda: None).result()
+    assert model.failed  # the embedding ahead failed; asked for now, the question is embedded
+    assert cache.embed_query("q?") == model.embed_query("q?")
+    assert model.queries == ["q?", "q?"]
