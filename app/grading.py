@@ -295,9 +295,10 @@ class Grader:
 
     def prefetch(self, question: str) -> None:
         """Embed beside retrieval what grading embeds for a glossed question (``without_names``)."""
-        masked = without_names(question, salient_terms(unglossed(question)))
-        if masked is not None and gloss_of(question) and self.calibrations is not None:
-            self.vectors.prefetch(masked)
+        if self.calibrations is not None and gloss_of(question):  # cheap checks first
+            masked = without_names(question, salient_terms(unglossed(question)))
+            if masked is not None:
+                self.vectors.prefetch(masked)
 
     def __call__(
         self, question: str, docs: Sequence[Document], ranked: Sequence[float] | None = None
