@@ -29,7 +29,8 @@ from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 CHUNKING_FIELDS = ("chunker", "chunk_size", "chunk_overlap", "card_row_max_chars")
 """Settings that change what is embedded (a new index); every other field is query-time.
-Card rows are always written; a setting without ``card_rows`` filters them out in the query."""
+Card and sentence rows are always written; a setting without ``card_rows`` (or
+``sentence_rows``) leaves them out of the query."""
 
 
 @dataclass
@@ -59,14 +60,15 @@ def chunking_key(settings: Settings) -> tuple[Any, ...]:
 def build(
     cards: Sequence[Document], embeddings: Embeddings, settings: Settings, workdir: Path
 ) -> Built:
-    """Index the cards with the settings' chunking (card rows included when enabled)."""
-    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
+    """Index the cards with the settings' chunking (card and sentence rows included)."""
+    every_row = {"card_rows": True, "sentence_rows": True}
+    splitter = CardSplitter.from_settings(settings.model_copy(update=every_row))
     name = "-".join(str(v) for v in chunking_key(settings))
     base = index(cards, embeddings, splitter, workdir / name)
     children = splitter.split_documents(cards)
     per_card: dict[str, int] = {}
     for child in children:
-        if child.metadata[md.CHUNK_INDEX] != md.CARD_ROW:
+        if md.is_child(child.metadata[md.CHUNK_INDEX]):
             parent = child.metadata[md.PARENT_ID]
             per_card[parent] = per_card.get(parent, 0) + 1
     return Built(

@@ -105,8 +105,8 @@ def index(
 ) -> ScoredParentDocumentRetriever:
     """Write cards through the retriever's ``add_documents`` into a Chroma folder.
 
-    The retriever returned carries the children's and the card rows' vectors (``row_vectors``),
-    as an ingest's index does.
+    The retriever returned carries the children's, the card rows' and the sentence rows'
+    vectors (``row_vectors``), as an ingest's index does.
     """
     retriever = ScoredParentDocumentRetriever.over(
         open_collections(chroma_client(path), embeddings),
@@ -125,9 +125,13 @@ def index(
     # retriever over this index shares them: ours reads what it reads in the app)
     collections = retriever.collections
     cards_rows = collections.cards  # the whole-card rows' collection, if of its own
+    sentences = collections.sentences
     retriever.row_vectors = replace(
         RowVectors.from_collection(collections.children._collection),
         cards=RowVectors.from_collection(cards_rows._collection) if cards_rows else None,
+        sentences=(
+            RowVectors.from_collection(sentences._collection) if sentences is not None else None
+        ),
     )
     return retriever
 
@@ -179,6 +183,15 @@ def lexical(base: ScoredParentDocumentRetriever, settings: Settings) -> BM25Inde
     )
 
 
+def sentence_window(
+    cards: Sequence[Document], embeddings: Embeddings, settings: Settings, path: Path
+) -> ScoredParentDocumentRetriever:
+    """Ours with the ``sentence_window`` chunker, over an index of its own in ``path``."""
+    sentences = settings.model_copy(update={"chunker": "sentence_window"})
+    window = index(cards, embeddings, CardSplitter.from_settings(sentences), path)
+    return configured(window, sentences, lexical(window, settings))
+
+
 def _timed_run(
     name: str, queries: dict[str, str], search: Callable[[str], list[Document]], ask_k: int
 ) -> SystemRun:
@@ -220,16 +233,19 @@ def run_systems(
         ask_k: The k a user asks for, for the parents-per-query column.
     """
     atomic = index(cards, embeddings, whole_card_splitter(), workdir / "card-atomic")
-    splitter = CardSplitter.from_settings(settings.model_copy(update={"card_rows": True}))
+    every_row = {"card_rows": True, "sentence_rows": True}
+    splitter = CardSplitter.from_settings(settings.model_copy(update=every_row))
     base = index(cards, embeddings, splitter, workdir / "children")
     bm25 = lexical(base, settings)
+    # the rows each of ours' parts ranks, over the same index (sentence rows: ours only)
+    parts = {"children": (False, False), "dense": (False, True), "hybrid": (True, False)}
     variants = {
-        "children": settings.model_copy(update={"hybrid": False, "card_rows": False}),
-        "dense": settings.model_copy(update={"hybrid": False, "card_rows": True}),
-        "hybrid": settings.model_copy(update={"hybrid": True, "card_rows": False}),
-        "hybrid+card": settings.model_copy(update={"hybrid": True, "card_rows": True}),
-        "ours": settings,
+        name: settings.model_copy(
+            update={"hybrid": hybrid, "card_rows": card_rows, "sentence_rows": False}
+        )
+        for name, (hybrid, card_rows) in {**parts, "hybrid+card": (True, True)}.items()
     }
+    variants["ours"] = settings
     if not settings.rerank and reranker_available():
         variants["ours+rerank"] = settings.model_copy(update={"rerank": True})
     vanilla = ParentDocumentRetriever(
@@ -268,17 +284,8 @@ def run_systems(
         _timed_run(name, queries, ours_search(configured(base, s, bm25)), ask_k)
         for name, s in variants.items()
     ]
-    sentences = settings.model_copy(update={"chunker": "sentence_window"})
-    window = index(cards, embeddings, CardSplitter.from_settings(sentences), workdir / "sentences")
-    window_bm25 = lexical(window, settings)
-    runs.append(
-        _timed_run(
-            "sentence-window",
-            queries,
-            ours_search(configured(window, sentences, window_bm25)),
-            ask_k,
-        )
-    )
+    window = sentence_window(cards, embeddings, settings, workdir / "sentences")
+    runs.append(_timed_run("sentence-window", queries, ours_search(window), ask_k))
     # parents per query when asked for ask_k: vanilla counts children, so ask it separately
     asked = _timed_run("vanilla-pdr", queries, vanilla_search(ask_k), ask_k)
     runs[1].parents_per_query = (
@@ -303,10 +310,12 @@ def describe(settings: Settings) -> dict[str, Any]:
         "hybrid": settings.hybrid,
         "bm25_stem_languages": settings.bm25_stem_languages,
         "card_rows": settings.card_rows,
+        "sentence_rows": settings.uses_sentence_rows,
         "weights": {
             "dense": settings.dense_weight,
             "card": settings.card_weight,
             "bm25": settings.bm25_weight,
+            "sentence": settings.sentence_weight,
         },
         "rrf_c": settings.rrf_c,
         "adaptive_fusion": settings.adaptive_fusion,

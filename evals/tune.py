@@ -38,6 +38,8 @@ CHUNKINGS: list[tuple[int, int]] = [(250, 0), (250, 60), (400, 0), (400, 60), (6
 """``(chunk_size, chunk_overlap)``: the notebook found 250-800 close on cards, 150 worse."""
 FUSIONS: list[dict[str, float]] = [
     {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0},  # the shipped fusion
+    {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0, "sentence_weight": 0.5},
+    {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0, "sentence_weight": 0.0},
     {"dense_weight": 1.0, "bm25_weight": 1.0, "card_weight": 1.0},  # equal weights
     {"dense_weight": 1.0, "bm25_weight": 0.5, "card_weight": 1.0},
     {"dense_weight": 1.0, "bm25_weight": 0.0, "card_weight": 1.0},  # no BM25
@@ -45,7 +47,8 @@ FUSIONS: list[dict[str, float]] = [
     {"dense_weight": 0.5, "bm25_weight": 1.0, "card_weight": 0.5},  # lean on words (a language
     # the model reads poorly)
 ]
-"""RRF weights of the dense, BM25 and whole-card rankings."""
+"""RRF weights of the dense, BM25 and whole-card rankings (and the sentence rows', where not
+the current settings')."""
 RRF_CS: list[int] = [20, 60]
 """Reciprocal rank fusion constants: 60 is the usual default, 20 sharpens the top ranks."""
 TUNED_FIELDS = (
@@ -54,6 +57,7 @@ TUNED_FIELDS = (
     "dense_weight",
     "bm25_weight",
     "card_weight",
+    "sentence_weight",
     "rrf_c",
     "rerank",
 )
@@ -77,7 +81,7 @@ class Candidate:
         s = self.settings
         return (
             f"{s.chunk_size}/{s.chunk_overlap} w={s.dense_weight:g}/{s.bm25_weight:g}/"
-            f"{s.card_weight:g} c={s.rrf_c}{' rerank' if s.rerank else ''}"
+            f"{s.card_weight:g}/{s.sentence_weight:g} c={s.rrf_c}{' rerank' if s.rerank else ''}"
         )
 
 

@@ -95,14 +95,22 @@ def run(
         return 2
     took = time.perf_counter() - started
     m = index.manifest
+    kinds = m.get("rows") or {"child": m["children"]}
+    rows = f"{kinds['child']} children" + "".join(
+        f", {kinds[kind]} {label}" for kind, label in ROW_LABELS.items() if kinds.get(kind)
+    )
     print(
-        f"ingested {m['cards']} cards into {m['children']} children "
+        f"ingested {m['cards']} cards into {rows} "
         f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s "
         f"-> {index.generation}; {Changes(**m['changes']).line()}"
     )
     if clean or index.removed:
         print(f"removed {len(index.removed)} old index(es): {', '.join(index.removed) or 'none'}")
     return 0
+
+
+ROW_LABELS = {"card": "card rows", "sentence": "sentence rows"}
+"""How the summary names the rows beside the children."""
 
 
 if __name__ == "__main__":

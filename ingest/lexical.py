@@ -142,7 +142,7 @@ class BM25Index:
                 str(meta.get(md.LANGUAGE) or detect(text)),
             )
             for c, text, meta in rows
-            if meta.get(md.CHUNK_INDEX) != md.CARD_ROW
+            if md.is_child(meta.get(md.CHUNK_INDEX))
         ]
         every = [*old, *new]
         return BM25Index.build(
@@ -253,13 +253,13 @@ class BM25Index:
         id_key: str = md.PARENT_ID,
         keep_texts: bool = False,
     ) -> BM25Index:
-        """Index ``(child id, text, metadata)`` rows, in order (card rows are left out).
+        """Index ``(child id, text, metadata)`` rows, in order (card and sentence rows left out).
 
         Each row is analysed in its metadata's ``language``, detected from its text when it
         has none. Ingest passes the rows it has just written, so it never reads them back.
         """
         kept = [(i, text, meta or {}) for i, text, meta in rows]
-        kept = [row for row in kept if row[2].get(md.CHUNK_INDEX) != md.CARD_ROW]
+        kept = [row for row in kept if md.is_child(row[2].get(md.CHUNK_INDEX))]
         return cls.build(
             [i for i, _, _ in kept],
             [str(meta.get(id_key, "")) for _, _, meta in kept],

@@ -27,6 +27,11 @@ CHUNK_INDEX = "chunk_index"
 CARD_ROW = -1
 """``chunk_index`` of the optional card-level row (the whole card as one vector); such a row is
 ranked with the others but never shown as a matched passage."""
+SENTENCE_ROWS = -2
+"""``chunk_index`` of a card's first sentence row; its n-th has ``SENTENCE_ROWS - n``
+(:func:`sentence_row`). Sentence rows (one per sentence, short ones paired) are a fourth
+ranking beside the children, the card rows and BM25; like card rows, never shown as a matched
+passage."""
 HAS_CARD_ROW = "has_card_row"
 """On children indexed with card rows on: whether their card got a whole-card row (cards
 longer than the row limit do not), so fusion knows whether the card-row ranking applies."""
@@ -65,6 +70,45 @@ PROMPT_TEXT = "prompt_text"
 instead of a window of the whole card. Never changes the ranking."""
 
 
+def sentence_row(n: int) -> int:
+    """The ``chunk_index`` of a card's ``n``-th sentence row (from 0).
+
+    Example:
+        >>> sentence_row(0), sentence_row(3), is_sentence_row(sentence_row(3)), is_sentence_row(0)
+        (-2, -5, True, False)
+    """
+    return SENTENCE_ROWS - n
+
+
+def is_sentence_row(chunk_index: object) -> bool:
+    """Whether a ``chunk_index`` is a sentence row's (:func:`sentence_row`)."""
+    return isinstance(chunk_index, int) and chunk_index <= SENTENCE_ROWS
+
+
+def is_child(chunk_index: object) -> bool:
+    """Whether a row's ``chunk_index`` is a real child's, not a whole-card or sentence row.
+
+    A row without one (written by other means) is a child.
+
+    Example:
+        >>> is_child(0), is_child(None), is_child(CARD_ROW), is_child(sentence_row(0))
+        (True, True, False, False)
+    """
+    return chunk_index != CARD_ROW and not is_sentence_row(chunk_index)
+
+
+def row_kind(chunk_index: object) -> str:
+    """Which kind of row a ``chunk_index`` is: ``child``, ``card`` or ``sentence``.
+
+    Example:
+        >>> row_kind(3), row_kind(CARD_ROW), row_kind(sentence_row(1)), row_kind(None)
+        ('child', 'card', 'sentence', 'child')
+    """
+    if chunk_index == CARD_ROW:
+        return "card"
+    return "sentence" if is_sentence_row(chunk_index) else "child"
+
+
 def child_id(card_id: str, chunk_index: int) -> str:
     """Deterministic child id, so re-ingesting a card replaces its rows.
 
@@ -73,9 +117,13 @@ def child_id(card_id: str, chunk_index: int) -> str:
         'card-iron-tablets::03'
         >>> child_id("card-iron-tablets", CARD_ROW)
         'card-iron-tablets::card'
+        >>> child_id("card-iron-tablets", sentence_row(4))
+        'card-iron-tablets::s04'
     """
     if chunk_index == CARD_ROW:
         return f"{card_id}::card"
+    if is_sentence_row(chunk_index):
+        return f"{card_id}::s{SENTENCE_ROWS - chunk_index:02d}"
     return f"{card_id}::{chunk_index:02d}"
 
 
@@ -85,6 +133,8 @@ def parse_child_id(row_id: str) -> tuple[str, int] | None:
     Example:
         >>> parse_child_id("card-iron-tablets::03"), parse_child_id("card-iron-tablets::card")
         (('card-iron-tablets', 3), ('card-iron-tablets', -1))
+        >>> parse_child_id("card-iron-tablets::s04")
+        ('card-iron-tablets', -6)
         >>> parse_child_id("3f2a9c1e-uuid") is None
         True
     """
@@ -95,4 +145,6 @@ def parse_child_id(row_id: str) -> tuple[str, int] | None:
         return card_id, CARD_ROW
     if len(suffix) >= 2 and suffix.isdigit():
         return card_id, int(suffix)
+    if len(suffix) >= 3 and suffix[0] == "s" and suffix[1:].isdigit():
+        return card_id, sentence_row(int(suffix[1:]))
     return None

@@ -176,6 +176,16 @@ class Settings(BaseSettings):
     3,700-character XQuAD article, of which the model reads the start, hurts (recall@1 0.978
     to 0.969); issue 7."""
 
+    sentence_rows: bool = True
+    """Also index each sentence of a card as a row (short ones paired), ranked as a fourth
+    list beside the children, the card rows and BM25 (``parent_child`` chunker only: the
+    ``sentence_window`` chunker's children already are sentences). Issue 34: a question
+    worded like one sentence of a long card is found by that sentence, where the card's
+    400-character chunks dilute it."""
+
+    sentence_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the sentence rows' ranking (with ``sentence_rows``)."""
+
     hybrid: bool = True
     """Fuse a BM25 ranking of the same children with the dense ranking (reciprocal rank fusion)."""
 
@@ -285,6 +295,15 @@ class Settings(BaseSettings):
         the whole card.
         """
         return self.card_rows and self.chunker != "none"
+
+    @property
+    def uses_sentence_rows(self) -> bool:
+        """Whether sentence rows are indexed and ranked.
+
+        That is ``sentence_rows`` with the ``parent_child`` chunker (the other chunkers'
+        children already are a sentence or the whole card).
+        """
+        return self.sentence_rows and self.chunker == "parent_child"
 
     @field_validator("bm25_stem_languages")
     @classmethod

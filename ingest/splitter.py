@@ -19,7 +19,7 @@ overlap) sits in the card body, so ``body[start:end]`` is exactly the tail of th
 Two other modes (``CARDRAG_CHUNKER``) share the same output shape:
 
 * ``none``: the whole body is the only child (the card-atomic baseline).
-* ``sentence_window``: one child per sentence (a sentence shorter than ``SHORT_SENTENCE``
+* ``sentence_window``: one child per sentence (one shorter than ``sentences.SHORT_SENTENCE``
   joins the next one; one longer than ``chunk_size`` is split like a chunk), no overlap. Each
   child also records ``window_start_index``/``window_end_index``: the sentence plus whole
   neighbouring sentences, alternately before and after, while the window stays within
@@ -37,6 +37,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.sentences import pair_short, sentence_window, sentences
 from cardrag.ingest.settings import Chunker, Settings
 
 SEPARATORS: list[str] = [
@@ -47,9 +48,6 @@ SEPARATORS: list[str] = [
     "",  # hard split by characters
 ]
 _SPACE = re.compile(r"\s+")
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
-SHORT_SENTENCE = 60
-"""Sentences shorter than this (headings, "Missed dose:") are paired with the next one."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +82,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         window_chars: int = 600,
         card_rows: bool = False,
         card_row_max_chars: int | None = 2500,
+        sentence_rows: bool = False,
     ) -> None:
         if chunk_overlap >= chunk_size:
             msg = f"Got a larger chunk overlap ({chunk_overlap}) than chunk size ({chunk_size})"
@@ -106,6 +105,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         self.window_chars = window_chars
         self.card_rows = card_rows and mode != "none"
         self.card_row_max_chars = card_row_max_chars
+        self.sentence_rows = sentence_rows and mode == "parent_child"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> CardSplitter:
@@ -117,6 +117,7 @@ class CardSplitter(RecursiveCharacterTextSplitter):
             window_chars=settings.window_chars,
             card_rows=settings.uses_card_rows,
             card_row_max_chars=settings.card_row_max_chars,
+            sentence_rows=settings.uses_sentence_rows,
         )
 
     def split_spans(self, body: str) -> list[Span]:
@@ -188,7 +189,10 @@ class CardSplitter(RecursiveCharacterTextSplitter):
         ``start_index`` and ``end_index``. With ``card_rows`` each parent no longer than
         ``card_row_max_chars`` (None: any) also gets one row holding the whole card,
         ``chunk_index`` = ``CARD_ROW`` (-1): a much longer card's vector would only see its
-        beginning (on XQuAD articles such rows cut recall@1 from 0.978 to 0.969).
+        beginning (on XQuAD articles such rows cut recall@1 from 0.978 to 0.969). With
+        ``sentence_rows`` (``parent_child`` mode only) each parent also gets one row per
+        sentence (short ones paired, as the ``sentence_window`` mode's children, the first
+        with the title), ``chunk_index`` = :func:`~cardrag.ingest.metadata.sentence_row`.
         """
         children: list[Document] = []
         for doc in documents:
@@ -227,7 +231,24 @@ class CardSplitter(RecursiveCharacterTextSplitter):
             out.append(
                 Document(page_content=f"{title}\n\n{body}" if title else body, metadata=meta)
             )
+        if self.sentence_rows:
+            out += self._sentence_rows(doc)
         return out
+
+    def _sentence_rows(self, doc: Document) -> list[Document]:
+        """One row per sentence of the card (short ones paired), the first with the title."""
+        title = doc.metadata.get(md.TITLE)
+        rows = []
+        for n, span in enumerate(self.sentence_spans(doc.page_content)):
+            meta = {
+                **doc.metadata,
+                md.CHUNK_INDEX: md.sentence_row(n),
+                md.START_INDEX: span.start,
+                md.END_INDEX: span.end,
+            }
+            text = f"{title}\n\n{span.text}" if n == 0 and title else span.text
+            rows.append(Document(page_content=text, metadata=meta))
+        return rows
 
     def create_documents(
         self, texts: list[str], metadatas: Sequence[dict[Any, Any]] | None = None
@@ -261,76 +282,3 @@ def overlap_start(text: str, start: int, end: int, size: int) -> int:
     while cut < end and text[cut].isspace():
         cut += 1
     return cut
-
-
-def sentences(text: str) -> list[tuple[int, int]]:
-    r"""``(start, end)`` of each sentence or line of a text, whitespace excluded.
-
-    Example:
-        >>> text = "Take it. Then wait!\nNext line"
-        >>> [text[s:e] for s, e in sentences(text)]
-        ['Take it.', 'Then wait!', 'Next line']
-    """
-    out: list[tuple[int, int]] = []
-    pos = 0
-    for brk in [*_SENTENCE_BREAK.finditer(text), None]:
-        end = len(text) if brk is None else brk.start()
-        piece = text[pos:end]
-        if piece.strip():
-            lead = len(piece) - len(piece.lstrip())
-            out.append((pos + lead, pos + len(piece.rstrip())))
-        if brk is not None:
-            pos = brk.end()
-    return out
-
-
-def pair_short(bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Join each sentence shorter than ``SHORT_SENTENCE`` to the one after it.
-
-    A short last sentence joins the one before it. So a heading like "Missed dose:" travels
-    with its sentence.
-
-    Example:
-        >>> pair_short([(0, 12), (13, 100), (101, 110)])
-        [(0, 110)]
-    """
-    out: list[tuple[int, int]] = []
-    carry: int | None = None
-    for start, end in bounds:
-        start = start if carry is None else carry
-        if end - start < SHORT_SENTENCE:
-            carry = start
-            continue
-        carry = None
-        out.append((start, end))
-    if carry is not None:
-        if out:
-            out[-1] = (out[-1][0], bounds[-1][1])
-        else:
-            out.append((carry, bounds[-1][1]))
-    return out
-
-
-def sentence_window(bounds: Sequence[tuple[int, int]], i: int, budget: int) -> tuple[int, int]:
-    """The window around sentence ``i``, in body offsets.
-
-    Whole neighbours are added alternately before and after while the window (from the first
-    sentence's start to the last one's end) fits ``budget``.
-
-    The sentence itself is always in its window, even when longer than the budget.
-
-    Example:
-        >>> sentence_window([(0, 10), (11, 20), (21, 30), (31, 40)], 1, 20)
-        (0, 20)
-    """
-    lo = hi = i
-    grew = True
-    while grew:
-        grew = False
-        if lo > 0 and bounds[hi][1] - bounds[lo - 1][0] <= budget:
-            lo -= 1
-            grew = True
-        if hi + 1 < len(bounds) and bounds[hi + 1][1] - bounds[lo][0] <= budget:
-            hi += 1
-            grew = True
-    return bounds[lo][0], bounds[hi][1]

@@ -24,11 +24,13 @@ def resolve(
     rows: Reader,
     vector: list[float],
     windows: set[str],
-    lexical: Sequence[ParentHit],
+    found: Sequence[str],
     rows_of: Callable[[Sequence[str]], list[str]],
     where: StoreFilter | None,
 ) -> list[ChildHit]:
-    """Dense hits for parents BM25 found but neither dense window did (``windows``).
+    """Dense hits for parents found (by BM25 or a sentence row) outside the dense windows.
+
+    ``windows`` holds the parents the children's and the card rows' windows found.
 
     Every row of those parents (``rows_of``: their child ids, from the BM25 index) is read by
     id and scored against the question (``rows.by_ids``), with the same ``where``
@@ -40,7 +42,7 @@ def resolve(
     Only each parent's best row is returned: fusion ranks a parent by it alone, and a long
     parent's hundred rows would otherwise each be carried through fusion.
     """
-    unknown = [p.parent_id for p in lexical if p.parent_id not in windows]
+    unknown = [p for p in dict.fromkeys(found) if p not in windows]
     if not unknown:
         return []
     return rows.best_of_parents(vector, unknown, rows_of, where)

@@ -66,12 +66,21 @@ def field_problems(retriever: ScoredParentFields) -> list[str]:
             )
     if not isinstance(retriever.vectorstore, Chroma):
         name = type(retriever.vectorstore).__name__
-        for field in ("card_rows", "card_rows_store", "restricted_store"):
+        fields = ("card_rows", "card_rows_store", "restricted_store", "sentence_rows")
+        for field in (*fields, "sentence_rows_store"):
             if getattr(retriever, field):
                 problems.append(f"{field} needs Chroma collections; the vector store is {name}")
         splitter = retriever.child_splitter
         if isinstance(splitter, CardSplitter) and splitter.card_rows:
             problems.append(f"a CardSplitter with card_rows needs Chroma; the store is {name}")
+    splitter = retriever.child_splitter
+    has_store = retriever.sentence_rows_store is not None
+    if isinstance(splitter, CardSplitter) and splitter.sentence_rows and not has_store:
+        problems.append(
+            "a CardSplitter with sentence_rows needs their own collection (sentence_rows_store)"
+        )
+    if retriever.sentence_rows and not has_store:
+        problems.append("sentence_rows needs their own collection (sentence_rows_store)")
     return problems
 
 
@@ -96,6 +105,9 @@ class ScoredParentFields(ParentDocumentRetriever):
     """The restricted cards' own collection, searched only with ``allow_restricted``; None:
     their rows share the other collections and a ``sensitivity`` filter in the query excludes
     them."""
+    sentence_rows_store: Chroma | None = None
+    """The sentence rows' own collection (as ``cardrag ingest`` builds it); None: no sentence
+    rows are written or read."""
     child_splitter: TextSplitter = Field(default_factory=CardSplitter)
     """Splits parents into children on ``add_documents`` (any ``TextSplitter``; the default
     :class:`~cardrag.ingest.splitter.CardSplitter` overlaps on word boundaries, puts a
@@ -125,6 +137,9 @@ class ScoredParentFields(ParentDocumentRetriever):
     (:mod:`cardrag.ingest.index.collections`)."""
     card_rows: bool = False
     """Rank whole-card rows (``chunk_index`` -1) as a third list, from their own query."""
+    sentence_rows: bool = False
+    """Rank the parents' sentence rows (``sentence_rows_store``) as a fourth list, from their
+    own query."""
     bm25: BM25Index | None = None
     """BM25 over the same children; when set, its parent ranking is fused with the dense one."""
     hybrid: bool = False
@@ -143,6 +158,8 @@ class ScoredParentFields(ParentDocumentRetriever):
     """RRF weight of the dense best-child ranking."""
     card_weight: float = Field(default=default("card_weight"), ge=0)
     """RRF weight of the whole-card rows' ranking (used only where the index has card rows)."""
+    sentence_weight: float = Field(default=default("sentence_weight"), ge=0)
+    """RRF weight of the sentence rows' ranking (used only with ``sentence_rows``)."""
     bm25_weight: float = Field(default=default("bm25_weight"), ge=0)
     """RRF weight of the BM25 ranking (used only when ``bm25`` is set)."""
     rrf_c: int = Field(default=default("rrf_c"), ge=1)
@@ -217,4 +234,6 @@ class ScoredParentFields(ParentDocumentRetriever):
         if not isinstance(self.vectorstore, Chroma):
             msg = f"{type(self.vectorstore).__name__} is not Chroma: it has no collections"
             raise TypeError(msg)
-        return Collections(self.vectorstore, self.card_rows_store, self.restricted_store)
+        return Collections(
+            self.vectorstore, self.card_rows_store, self.restricted_store, self.sentence_rows_store
+        )

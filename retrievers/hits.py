@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from langchain_chroma import Chroma
@@ -59,9 +59,9 @@ class ChildHit:
     what its id says (parent, chunk index) until :meth:`RowReader.complete` reads the rest."""
 
     @property
-    def is_card_row(self) -> bool:
-        """True for the whole-card row (``chunk_index == CARD_ROW``), not a real child."""
-        return self.metadata.get(md.CHUNK_INDEX) == md.CARD_ROW
+    def kind(self) -> RowKind:
+        """Which kind of row this is: ``child``, ``card`` (whole-card row) or ``sentence``."""
+        return cast(RowKind, md.row_kind(self.metadata.get(md.CHUNK_INDEX)))
 
 
 @dataclass(frozen=True)
@@ -177,13 +177,12 @@ class RowReader:
         hits = self._lean(self.collections.children, ids, scores)
         return nearest(hits, len(hits))
 
-    def scans(self, where: Where | None, *, with_card_rows: bool) -> bool:
-        """Whether every window under ``where`` is scanned from saved vectors (no Chroma query).
+    def scans(self, where: Where | None, kinds: Sequence[RowKind]) -> bool:
+        """Whether every window of ``kinds`` under ``where`` is scanned from saved vectors.
 
-        Then a question's reads are all Python and NumPy in this process, and running them in
-        threads at once only makes them wait for each other's GIL.
+        Then a question's reads are all Python and NumPy in this process (no Chroma query),
+        and running them in threads at once only makes them wait for each other's GIL.
         """
-        kinds: tuple[RowKind, ...] = ("child", "card") if with_card_rows else ("child",)
         return all(
             (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS
             for kind in kinds
@@ -206,8 +205,9 @@ class RowReader:
         if not missing:
             return list(hits)
         read: dict[str, tuple[str, dict[str, Any]]] = {}
-        for kind in ("child", "card"):
-            ids = [h.child_id for h in missing if h.is_card_row == (kind == "card")]
+        kinds: tuple[RowKind, ...] = ("child", "card", "sentence")
+        for kind in kinds:
+            ids = [h.child_id for h in missing if h.kind == kind]
             for store, _ in self._plan(kind, None) if ids else []:
                 rows = store._collection.get(ids=ids, include=["documents", "metadatas"])
                 for i, text, meta in zip(
@@ -265,6 +265,8 @@ class RowReader:
             return None
         if store is self.collections.children:
             return self.vectors
+        if store is self.collections.sentences:
+            return self.vectors.sentences
         return self.vectors.cards if store is self.collections.cards else None
 
     def _plan(self, kind: RowKind, where: Where | None) -> list[tuple[Chroma, Where | None]]:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -33,7 +31,7 @@ from langchain_core.runnables.config import run_in_executor
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Collections, Index
-from cardrag.ingest.index.collections import merge_filters
+from cardrag.ingest.index.collections import RowKind, merge_filters
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
@@ -50,6 +48,7 @@ from cardrag.retrievers.expansion import finish, parent_document, select
 from cardrag.retrievers.fusion import FusionWeights, ParentHit, best_per_parent, rank_parents
 from cardrag.retrievers.hits import ChildHit, RowReader
 from cardrag.retrievers.indexing import IndexedParents
+from cardrag.retrievers.reads import at_once, in_turn
 from cardrag.retrievers.rerank import reranker_from
 from cardrag.retrievers.stores import (
     Reader,
@@ -60,20 +59,6 @@ from cardrag.retrievers.stores import (
 )
 
 logger = logging.getLogger(__name__)
-
-_READS: dict[int, ThreadPoolExecutor] = {}
-"""Threads for :meth:`ScoredParentDocumentRetriever._together` (reads only, never nested),
-one pool per process: a worker forked from a process that had already read gets its own
-(a forked child inherits the pool but not its threads)."""
-
-
-def read_pool() -> ThreadPoolExecutor:
-    """This process's pool for concurrent reads, made on first use."""
-    pid = os.getpid()
-    if pid not in _READS:
-        _READS.clear()  # a parent's pool: its threads did not come along
-        _READS[pid] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cardrag-read")
-    return _READS[pid]
 
 
 def _no_card_rows() -> tuple[list[ChildHit], set[str]]:
@@ -146,6 +131,8 @@ class ScoredParentDocumentRetriever(IndexedParents):
             "card_rows": settings.uses_card_rows,
             "dense_weight": settings.dense_weight,
             "card_weight": settings.card_weight,
+            "sentence_rows": settings.uses_sentence_rows,
+            "sentence_weight": settings.sentence_weight,
             "bm25_weight": settings.bm25_weight,
             "rrf_c": settings.rrf_c,
             "adaptive_fusion": settings.adaptive_fusion,
@@ -162,6 +149,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             vectorstore=collections.children,
             card_rows_store=collections.cards,
             restricted_store=collections.restricted,
+            sentence_rows_store=collections.sentences,
             **{"id_key": md.PARENT_ID, **fields},
         )
 
@@ -190,26 +178,30 @@ class ScoredParentDocumentRetriever(IndexedParents):
         )
         records: dict[str, Document | None] = {}  # the docstore's, read once a question
         scanned = (
-            isinstance(rows, RowReader)
-            and not callable(where)
-            and rows.scans(where, with_card_rows=self.card_rows)
+            isinstance(rows, RowReader) and not callable(where) and rows.scans(where, self._kinds)
         )
-        together = _in_turn if scanned else self._together
+        # scans hold the GIL: run at once, they would only wait for each other
+        together = in_turn if scanned or not self.concurrent_reads else at_once
         while True:
-            # the three rankings' windows of the same size: children, card rows, BM25
-            hits, cards, lexical_hits = together(
+            # the rankings' windows of the same size: children, card rows, sentence rows, BM25
+            hits, cards, sentences, lexical_hits = together(
                 partial(rows.nearest, vector, fetch, where, kind="child"),
                 partial(rows.nearest, vector, fetch, where, kind="card")
                 if self.card_rows
+                else list,
+                partial(rows.nearest, vector, fetch, where, kind="sentence")
+                if self.sentence_rows
                 else list,
                 partial(self._lexical, query, fetch) if lexical_on else list,
             )
             lexical = best_per_parent(lexical_hits)
             windows = {h.parent_id for h in [*hits, *cards]}
-            candidates = [*(h.parent_id for h in hits), *(p.parent_id for p in lexical)]
+            # parents only BM25 or a sentence row found: their children and card rows are read
+            found = [*(p.parent_id for p in lexical), *(h.parent_id for h in sentences)]
+            candidates = [*(h.parent_id for h in hits), *found]
             rows_of = self._rows_of if isinstance(rows, RowReader) else best_rows(lexical)
             extra, (more, no_row) = together(
-                partial(resolve, rows, vector, windows, lexical, rows_of, where),
+                partial(resolve, rows, vector, windows, found, rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
                 else _no_card_rows,
@@ -217,7 +209,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             dense = without_card_row([*hits, *extra], no_row)
             cards = [*cards, *more]
             ranked = rank_parents(
-                [*dense, *cards],
+                [*dense, *cards, *sentences],
                 lexical,
                 min_similarity=floor,
                 weights=self._weights,
@@ -246,23 +238,20 @@ class ScoredParentDocumentRetriever(IndexedParents):
         )
         return await run_in_executor(None, body)
 
-    def _together(self, *reads: Callable[[], Any]) -> list[Any]:
-        """Run independent reads at once (``concurrent_reads``), or one after the other.
-
-        Chroma's queries and reads release the GIL, so on two cores the two vector queries
-        take the time of one (measured at 10,000 cards: 2.9 ms one after the other, 1.6 ms
-        at once).
-        """
-        if not self.concurrent_reads:
-            return [read() for read in reads]
-        pool = read_pool()
-        later = [pool.submit(read) for read in reads[1:]]
-        first = reads[0]()
-        return [first, *(f.result() for f in later)]
+    @property
+    def _kinds(self) -> list[RowKind]:
+        """The kinds of row this retriever ranks (children always)."""
+        kinds: list[RowKind] = ["child"]
+        return kinds + ["card"] * self.card_rows + ["sentence"] * self.sentence_rows
 
     @property
     def _weights(self) -> FusionWeights:
-        return FusionWeights(dense=self.dense_weight, card=self.card_weight, bm25=self.bm25_weight)
+        return FusionWeights(
+            dense=self.dense_weight,
+            card=self.card_weight,
+            bm25=self.bm25_weight,
+            sentence=self.sentence_weight,
+        )
 
     def _lexical(self, query: str, n: int) -> list[ChildHit]:
         """BM25's ``n`` best children, the same window as the dense ones (empty without BM25)."""
@@ -339,12 +328,3 @@ class ScoredParentDocumentRetriever(IndexedParents):
     def rows(self) -> RowReader:
         """What this retriever reads from Chroma: the index's rows, as its caller may see them."""
         return RowReader(self.collections, self.allow_restricted, self.id_key, self.row_vectors)
-
-
-def _in_turn(*reads: Callable[[], Any]) -> list[Any]:
-    """Run reads one after the other.
-
-    For reads that hold the GIL (scans of saved vectors, BM25): run at once, they only wait
-    for each other.
-    """
-    return [read() for read in reads]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from cardrag.ingest import metadata as md
 from cardrag.ingest.cards import Card
 from cardrag.ingest.corpus import card_aliases, load_cards
 from cardrag.ingest.embeddings import LazyEmbeddings
@@ -62,11 +63,26 @@ def saved_vectors(
     if not isinstance(generations, LocalGenerations):
         return None
     rows = collections.cards  # the whole-card rows' collection, if of its own
+    sentences = collections.sentences
     return RowVectors.write_index(
         collections.children._collection,
         rows._collection if rows is not None else None,
         generations.path(generation) / VECTORS,
+        sentences._collection if sentences is not None else None,
     )
+
+
+def row_kinds(chunk_indexes: Iterable[object]) -> dict[str, int]:
+    """How many rows of each kind: children, whole-card rows, sentence rows.
+
+    Example:
+        >>> row_kinds([0, 1, -1, -2, -3])
+        {'child': 2, 'card': 1, 'sentence': 2}
+    """
+    kinds = {"child": 0, "card": 0, "sentence": 0}
+    for chunk in chunk_indexes:
+        kinds[md.row_kind(chunk)] += 1
+    return kinds
 
 
 def build(
@@ -128,7 +144,8 @@ def build(
             bm25 = BM25Index.from_rows(
                 ((str(d.id), d.page_content, d.metadata) for d in written), stemmed=stemmed
             )
-            manifest = make_manifest(splitter, len(cards), len(written), extra, bm25)
+            kinds = row_kinds(d.metadata.get(md.CHUNK_INDEX) for d in written)
+            manifest = make_manifest(splitter, len(cards), len(written), extra, bm25, kinds)
             vectors = saved_vectors(generations, generation, collections)  # before complete
             generations.complete(generation, manifest, bm25)
             if cache is not None:

@@ -1,6 +1,6 @@
 """The Chroma collections of one index generation, and which collection serves which rows.
 
-Why three collections: Chroma applies a metadata ``where`` before its vector search by first
+Why four collections: Chroma applies a metadata ``where`` before its vector search by first
 collecting every row the filter admits, so a filter that admits nearly every row (``chunk_index
 >= 0``, ``sensitivity != restricted``) costs time in proportion to the collection: at 49,000
 rows a filtered query took 13-90 times an unfiltered one (``evals/bench.md``). Keeping each kind
@@ -41,19 +41,25 @@ CARDS_COLLECTION = "cards"
 """Chroma collection holding the whole-card rows (``chunk_index`` -1)."""
 RESTRICTED_COLLECTION = "restricted"
 """Chroma collection holding every row of restricted cards, searched only when allowed."""
-KINDS = (COLLECTION_NAME, CARDS_COLLECTION, RESTRICTED_COLLECTION)
+SENTENCES_COLLECTION = "sentences"
+"""Chroma collection holding the sentence rows (``chunk_index`` -2 and below)."""
+KINDS = (COLLECTION_NAME, CARDS_COLLECTION, RESTRICTED_COLLECTION, SENTENCES_COLLECTION)
 """An index's collections, in the order of :class:`Collections`' fields."""
 DISTANCE_SPACE: Literal["cosine"] = "cosine"
 """Declared explicitly on the collection; the retriever converts distances for this space."""
 
 Where = dict[str, Any]
-RowKind = Literal["child", "card"]
-"""The two kinds of row an index holds: a parent's children, and its whole-card row."""
+RowKind = Literal["child", "card", "sentence"]
+"""The kinds of row an index holds: a parent's children, its whole-card row, its sentences."""
 CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$ne": md.CARD_ROW}}
 """Real children only: every row but the card rows (``chunk_index`` -1), rows without a
 ``chunk_index`` included (children LangChain's own retriever wrote)."""
 CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
 """Whole-card rows only."""
+CHILDREN_ONLY: Where = {md.CHUNK_INDEX: {"$gte": 0}}
+"""Real children only, in the restricted collection (every row there has a ``chunk_index``)."""
+SENTENCE_ROWS: Where = {md.CHUNK_INDEX: {"$lte": md.SENTENCE_ROWS}}
+"""Sentence rows only."""
 NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
 """Rows of cards that are not restricted (needed only where restricted rows share a collection)."""
 
@@ -133,11 +139,23 @@ class Collections:
     """Whole-card rows; None: they live in ``children``."""
     restricted: Chroma | None = None
     """Rows of restricted cards; None: they live with the public rows."""
+    sentences: Chroma | None = None
+    """Sentence rows; None: the index has none (a sentence row cannot be written to it)."""
 
     def route(self, metadata: dict[str, Any]) -> Chroma:
-        """The collection a row with this metadata belongs in."""
+        """The collection a row with this metadata belongs in.
+
+        Raises:
+            ValueError: for a sentence row where the index has no sentences collection.
+        """
+        sentence = md.is_sentence_row(metadata.get(md.CHUNK_INDEX))
+        if sentence and self.sentences is None:
+            msg = "sentence rows need an index with a sentences collection (cardrag ingest's)"
+            raise ValueError(msg)
         if self.restricted is not None and metadata.get(md.SENSITIVITY) == "restricted":
             return self.restricted
+        if sentence:
+            return cast(Chroma, self.sentences)
         if self.cards is not None and metadata.get(md.CHUNK_INDEX) == md.CARD_ROW:
             return self.cards
         return self.children
@@ -145,30 +163,42 @@ class Collections:
     def plan(
         self, *, kind: RowKind, where: Where | None, allow_restricted: bool
     ) -> list[tuple[Chroma, Where | None]]:
-        """The (collection, filter) pairs that hold one kind of row (``child`` or ``card``).
+        """The (collection, filter) pairs that hold one kind of row.
 
         Where each kind has its own collection the queries need no filter of their own (only
         ``where``); where rows share one collection, metadata filters tell them apart.
-        Restricted rows are read only with ``allow_restricted``.
+        Restricted rows are read only with ``allow_restricted``. An index without a sentences
+        collection has no sentence rows (no pairs).
         """
-        rows_of_kind = CARD_ROWS if kind == "card" else CHILD_ROWS
-        if self.cards is None:  # children and card rows share one collection
+        if kind == "sentence" and self.sentences is None:
+            return []
+        rows_of_kind = {"card": CARD_ROWS, "sentence": SENTENCE_ROWS}.get(kind, CHILD_ROWS)
+        restricted_kind = (
+            CHILDREN_ONLY if kind == "child" and self.sentences is not None else rows_of_kind
+        )
+        if kind == "sentence":
+            public, kind_filter = cast(Chroma, self.sentences), None
+        elif self.cards is None:  # children and card rows share one collection
             public, kind_filter = self.children, rows_of_kind
         else:
             public, kind_filter = (self.cards if kind == "card" else self.children), None
         hidden = self.restricted is None and not allow_restricted
         queries = [(public, merge_filters(where, kind_filter, NOT_RESTRICTED if hidden else None))]
         if allow_restricted and self.restricted is not None:
-            queries.append((self.restricted, merge_filters(where, rows_of_kind)))
+            queries.append((self.restricted, merge_filters(where, restricted_kind)))
         return queries
 
     def all(self) -> list[Chroma]:
         """Every collection, children first."""
-        return [c for c in (self.children, self.cards, self.restricted) if c is not None]
+        collections = (self.children, self.cards, self.restricted, self.sentences)
+        return [c for c in collections if c is not None]
 
     def with_children(self) -> list[Chroma]:
-        """The collections that hold child rows (what BM25 indexes): all but ``cards``."""
-        return [c for c in self.all() if c is not self.cards]
+        """The collections that hold child rows (what BM25 indexes): children and restricted.
+
+        BM25 leaves out the restricted collection's card and sentence rows.
+        """
+        return [c for c in self.all() if c is not self.cards and c is not self.sentences]
 
     def count(self) -> int:
         """Rows in every collection."""
@@ -178,7 +208,7 @@ class Collections:
 def open_collections(
     client: ClientAPI, embeddings: Embeddings, prefix: str = "", suffix: str = ""
 ) -> Collections:
-    """The three collections of an index on ``client``, named ``{prefix}{kind}{suffix}``."""
+    """The four collections of an index on ``client``, named ``{prefix}{kind}{suffix}``."""
     return Collections(
         *(open_collection(client, f"{prefix}{kind}{suffix}", embeddings) for kind in KINDS)
     )

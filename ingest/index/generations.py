@@ -8,7 +8,7 @@ One protocol, :class:`Generations`, with two implementations:
           .lock           held (``flock``) by the one ingest writing; holds its pid
           current -> index-20261129T142233-1a2b3c    (symlink: the index readers open)
           index-20261129T142233-1a2b3c/
-              chroma/         Chroma persistent client, cosine space, three collections
+              chroma/         Chroma persistent client, cosine space, four collections
                               (:mod:`cardrag.ingest.index.collections`)
               parents/        LocalFileStore: one JSON record per card id
               bm25/           bm25s index over the same children (hybrid retrieval)

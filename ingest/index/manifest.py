@@ -21,13 +21,19 @@ def make_manifest(
     children: int,
     extra: dict[str, Any] | None,
     bm25: BM25Index | None = None,
+    kinds: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """What an index records about how it was built (``children`` counts every row)."""
+    """What an index records about how it was built.
+
+    ``children`` counts every row (what a swap checks); ``rows``, where given, counts them by
+    kind (``child``, ``card``, ``sentence``).
+    """
     return {
         **(extra or {}),
         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "cards": cards,
         "children": children,
+        **({"rows": kinds} if kinds is not None else {}),
         "chunk_size": splitter._chunk_size,
         "chunk_overlap": splitter.overlap,
         "chunker": splitter.mode,

@@ -36,6 +36,8 @@ VECTORS = "vectors"
 """The folder of a generation that holds its children's vectors."""
 CARDS = "cards"
 """The subfolder of :data:`VECTORS` that holds the whole-card rows' vectors."""
+SENTENCES = "sentences"
+"""The subfolder of :data:`VECTORS` that holds the sentence rows' vectors."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class RowVectors:
     cards: RowVectors | None = None
     """The whole-card rows' vectors (the ``cards`` collection), saved beside the children's in
     :data:`CARDS`; None for a generation written before they were (read from Chroma)."""
+    sentences: RowVectors | None = None
+    """The sentence rows' vectors (the ``sentences`` collection), saved in :data:`SENTENCES`;
+    None for a generation written without them (read from Chroma)."""
 
     @functools.cached_property
     def positions(self) -> dict[str, int]:
@@ -135,24 +140,32 @@ class RowVectors:
         (folder / IDS).write_text(json.dumps(self.ids), encoding="utf-8")
 
     @classmethod
-    def write_index(cls, children: Any, cards: Any, folder: Path) -> RowVectors:
-        """The children's vectors and, in :data:`CARDS` beside them, the card rows'; the result.
+    def write_index(
+        cls, children: Any, cards: Any, folder: Path, sentences: Any = None
+    ) -> RowVectors:
+        """The children's vectors, the card rows' and the sentence rows' beside them; the result.
+
+        The card rows' go in :data:`CARDS`, the sentence rows' in :data:`SENTENCES`.
 
         Whole-card rows are scored by id as children are: is a candidate's card row there, and
         how close is it (:func:`cardrag.retrievers.candidates.card_rows_of`)?
         """
         if cards is not None:  # None: the card rows share the children's collection
             cls.write(cards, folder / CARDS)
+        if sentences is not None:
+            cls.write(sentences, folder / SENTENCES)
         return cls.write(children, folder)  # loads the card rows' beside it too
 
     @classmethod
     def load(cls, folder: Path) -> RowVectors | None:
         """The vectors :meth:`save` wrote (memory-mapped), or None when the folder has none.
 
-        With the card rows' (:attr:`cards`) when :meth:`write_index` saved them too.
+        With the card rows' (:attr:`cards`) and the sentence rows' (:attr:`sentences`) when
+        :meth:`write_index` saved them too.
         """
         if not (folder / MATRIX).is_file() or not (folder / IDS).is_file():
             return None
         ids = json.loads((folder / IDS).read_text(encoding="utf-8"))
         cards = cls.load(folder / CARDS) if (folder / CARDS).is_dir() else None
-        return cls(ids, np.load(folder / MATRIX, mmap_mode="r"), cards)
+        sentences = cls.load(folder / SENTENCES) if (folder / SENTENCES).is_dir() else None
+        return cls(ids, np.load(folder / MATRIX, mmap_mode="r"), cards, sentences)

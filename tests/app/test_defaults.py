@@ -38,7 +38,9 @@ def context(tmp_path_factory: pytest.TempPathFactory, shipped_cards: list[Card])
         True,
         True,
     )
-    assert index.manifest["children"] == (6 + 5 + 4 + 6 + 3 + 5 + 6) + 7  # + a card row each
+    # a card row each, and one row per sentence (short ones paired)
+    assert index.manifest["rows"] == {"child": 6 + 5 + 4 + 6 + 3 + 5 + 6, "card": 7, "sentence": 70}
+    assert index.manifest["children"] == 35 + 7 + 70  # every row
     return Context.from_settings(settings)
 
 

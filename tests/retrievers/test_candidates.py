@@ -9,7 +9,6 @@ from cardrag.retrievers.candidates import (
     resolve,
     without_card_row,
 )
-from cardrag.retrievers.fusion import ParentHit
 from cardrag.retrievers.hits import ChildHit
 
 
@@ -49,17 +48,13 @@ class _Reader:
         return self.best_of(vector, rows_of(parent_ids), where)
 
 
-def _parent(pid: str) -> ParentHit:
-    return ParentHit(pid, 1.0, ChildHit(f"{pid}::00", pid, 1.0))
-
-
 def _rows_of(parent_ids: list[str]) -> list[str]:
     return [f"{p}::{i:02d}" for p in parent_ids for i in range(2)]
 
 
 def test_resolve_scores_every_row_of_the_parents_the_dense_window_missed_keeping_the_best() -> None:
     reader = _Reader()
-    lexical = [_parent("a"), _parent("b"), _parent("c")]  # a: in a dense window
+    lexical = ["a", "b", "c", "b"]  # a: in a dense window; b: found by BM25 and a sentence
     where = {"topics": "x"}
     found = resolve(reader, [1.0], {"a"}, lexical, _rows_of, where)  # type: ignore[arg-type]
     assert [h.child_id for h in found] == ["b::01", "c::01"]  # the reader's best of each

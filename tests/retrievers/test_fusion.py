@@ -225,3 +225,33 @@ def test_lead_is_relative_to_the_first_score() -> None:
     assert lead([8.0, 4.0, 1.0]) == pytest.approx(0.5)
     assert lead([0.9]) == 0.0
     assert lead([-0.1, -0.2]) == 0.0
+
+
+def test_sentence_rows_are_a_ranking_of_their_own_that_never_sets_score_or_provenance() -> None:
+    def row(child: str, score: float, chunk: int) -> ChildHit:
+        return ChildHit(child, child.split("::")[0], score, metadata={"chunk_index": chunk})
+
+    hits = [
+        row("a::00", 0.80, 0),
+        row("b::00", 0.78, 0),
+        row("d::00", 0.76, 0),
+        row("b::s03", 0.90, -5),  # b's sentence: the best row of all, on a shorter text
+        row("d::s00", 0.85, -2),
+        row("a::s00", 0.70, -2),
+        row("c::s01", 0.95, -3),  # c: found by a sentence row alone
+    ]
+    weights = FusionWeights(dense=1, card=1, bm25=1, sentence=1)
+    ranked = rank_parents(hits, weights=weights, c=1, adaptive=False)
+    # children: a, b, d; sentences: (c,) b, d, a. c has no child's score: the gate could not
+    # judge it, so it is not ranked (the retriever reads its children first)
+    assert [(p.parent_id, p.score, p.best.child_id) for p in ranked] == [
+        ("b", 0.78, "b::00"),
+        ("a", 0.80, "a::00"),
+        ("d", 0.76, "d::00"),
+    ]
+    assert [p.fused for p in ranked] == pytest.approx(
+        [(1 / 3 + 1 / 2) / 2, (1 / 2 + 1 / 4) / 2, (1 / 4 + 1 / 3) / 2]
+    )
+    # weight 0: the children's order alone, as without sentence rows
+    plain = rank_parents(hits, weights=FusionWeights(1, 1, 1, sentence=0), c=1, adaptive=False)
+    assert [(p.parent_id, p.fused) for p in plain] == [("a", None), ("b", None), ("d", None)]

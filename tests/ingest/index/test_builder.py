@@ -118,6 +118,8 @@ def test_rows_are_routed_by_kind_and_sensitivity(tmp_path: Path) -> None:
         "card row": {"chunk_index": -1, "sensitivity": "internal"},
         "restricted child": {"chunk_index": 2, "sensitivity": "restricted"},
         "restricted card row": {"chunk_index": -1, "sensitivity": "restricted"},
+        "sentence row": {"chunk_index": -3, "sensitivity": "public"},
+        "restricted sentence row": {"chunk_index": -2, "sensitivity": "restricted"},
     }
     names = {k: both.route(m)._collection.name for k, m in rows.items()}
     assert names == {
@@ -125,9 +127,18 @@ def test_rows_are_routed_by_kind_and_sensitivity(tmp_path: Path) -> None:
         "card row": "cards",
         "restricted child": "restricted",
         "restricted card row": "restricted",
+        "sentence row": "sentences",
+        "restricted sentence row": "restricted",
     }
-    assert {one.route(m) for m in rows.values()} == {both.children}
-    assert [c._collection.name for c in both.all()] == ["children", "cards", "restricted"]
+    assert {one.route(m) for k, m in rows.items() if "sentence" not in k} == {both.children}
+    with pytest.raises(ValueError, match="sentence rows need an index with a sentences"):
+        one.route(rows["sentence row"])
+    assert [c._collection.name for c in both.all()] == [
+        "children",
+        "cards",
+        "restricted",
+        "sentences",
+    ]
     assert [c._collection.name for c in both.with_children()] == ["children", "restricted"]
     assert one.with_children() == [both.children]  # one collection: BM25 filters card rows
 

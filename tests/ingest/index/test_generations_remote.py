@@ -166,7 +166,9 @@ def test_reingest_moves_the_pointer_and_keeps_one_previous_generation(
     names = {c.name for c in client.list_collections() if c.name.startswith("swaps-")}
     kept = generations[1:]
     assert names == {"swaps-current"} | {
-        f"swaps-{kind}-{g}" for kind in ("children", "cards", "restricted") for g in kept
+        f"swaps-{kind}-{g}"
+        for kind in ("children", "cards", "restricted", "sentences")
+        for g in kept
     }
     every = redis.Redis.from_url(redis_url).keys("swaps:*")
     cache = [k for k in every if k.startswith(b"swaps:embeddings/")]  # shared by generations

@@ -117,8 +117,8 @@ def test_a_scanned_window_is_chromas_window_scored_as_rows_read_by_id(
     assert len(index.vectors.ids) <= SCAN_ROWS
     saved = RowReader(index.collections, vectors=index.vectors)
     chroma = RowReader(index.collections)
-    assert saved.scans(None, with_card_rows=True)
-    assert not chroma.scans(None, with_card_rows=True)
+    assert saved.scans(None, ["child", "card"])
+    assert not chroma.scans(None, ["child", "card"])
     every = list(index.vectors.ids)  # in the matrix's order: equal scores keep it
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
@@ -234,3 +234,82 @@ def test_with_card_rows_the_retriever_answers_as_without_saved_vectors(
         for g, w in zip(got, want, strict=True):
             assert g.metadata["score"] == pytest.approx(w.metadata["score"], abs=1e-6)
             assert g.metadata["fused_score"] == pytest.approx(w.metadata["fused_score"], abs=step)
+
+
+@pytest.fixture(scope="module")
+def sentence_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight card-like parents with card rows and sentence rows, one of them restricted."""
+    from tests.conftest import FakeEmbeddings
+
+    store = tmp_path_factory.mktemp("sentence-rows")
+    cards = list(synthetic_cards(8))
+    cards[3] = cards[3].model_copy(update={"sensitivity": "restricted"})
+    splitter = CardSplitter(card_rows=True, sentence_rows=True)
+    build_index(cards, store, FakeEmbeddings(), splitter, progress=False).close()
+    return store
+
+
+def test_sentence_rows_have_their_own_collection_saved_vectors_and_no_bm25_entry(
+    sentence_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    from cardrag.ingest import metadata as md
+
+    index = open_index(sentence_index_dir, fake_embeddings)
+    stores = index.collections
+    assert stores.sentences is not None
+    assert stores.restricted is not None
+    splitter = CardSplitter(card_rows=True, sentence_rows=True)
+    docs = [index.docstore.mget([f"card-syn-{i:06d}"])[0] for i in range(8)]
+    written = splitter.split_documents([d for d in docs if d is not None])
+    ids = {md.child_id(r.metadata["parent_id"], r.metadata["chunk_index"]): r for r in written}
+    sentence_ids = {i for i, r in ids.items() if md.is_sentence_row(r.metadata["chunk_index"])}
+    public = set(stores.sentences.get(include=[])["ids"])
+    hidden = {i for i in stores.restricted.get(include=[])["ids"] if "::s" in i}
+    # the restricted card's sentence rows live with its other rows, out of every public read
+    assert public | hidden == sentence_ids
+    assert hidden == {i for i in sentence_ids if i.startswith("card-syn-000003::")}
+    assert index.vectors is not None
+    assert index.vectors.sentences is not None
+    assert sorted(index.vectors.sentences.ids) == sorted(public)
+    assert index.manifest["children"] == len(ids) == stores.count()
+    # BM25 indexes the children alone: no card row, no sentence row
+    assert index.bm25 is not None
+    assert set(index.bm25.child_ids) == {
+        i for i, r in ids.items() if md.is_child(r.metadata["chunk_index"])
+    }
+    public_reader = RowReader(stores, vectors=index.vectors)
+    vector = fake_embeddings.embed_query(QUESTIONS[0])
+    found = public_reader.nearest(vector, 500, None, kind="sentence")
+    assert {h.child_id for h in found} == public
+    staff = RowReader(stores, allow_restricted=True)
+    assert {h.child_id for h in staff.nearest(vector, 500, None, kind="sentence")} == sentence_ids
+    assert {h.child_id for h in staff.nearest(vector, 500, None, kind="child")} == {
+        i for i, r in ids.items() if r.metadata["chunk_index"] >= 0
+    }
+
+
+def test_with_sentence_rows_the_retriever_answers_as_without_saved_vectors(
+    sentence_index_dir: Path, fake_embeddings: Embeddings
+) -> None:
+    from cardrag.ingest.settings import Settings
+
+    index = open_index(sentence_index_dir, fake_embeddings)
+    settings = Settings(min_similarity=-1.0, adaptive_fusion=False)
+    assert settings.uses_sentence_rows
+    fast = ScoredParentDocumentRetriever.from_index(index, settings)
+    slow = ScoredParentDocumentRetriever.from_index(index, settings, row_vectors=None)
+    without = ScoredParentDocumentRetriever.from_index(index, settings, sentence_rows=False)
+    moved = 0
+    for question in QUESTIONS:
+        got, want = fast.invoke(question, k=6), slow.invoke(question, k=6)
+        assert [(d.id, d.metadata["matched_child_id"]) for d in got] == [
+            (d.id, d.metadata["matched_child_id"]) for d in want
+        ]
+        # the score and the matched passage stay a child's or the card row's, never a sentence
+        assert all("::s" not in d.metadata["matched_child_id"] for d in got)
+        plain = without.invoke(question, k=6)
+        assert {d.id: d.metadata["score"] for d in plain} == pytest.approx(
+            {d.id: d.metadata["score"] for d in got if d.id in {p.id for p in plain}}
+        )
+        moved += [d.id for d in plain] != [d.id for d in got]
+    assert moved > 0  # the fourth ranking changes some order

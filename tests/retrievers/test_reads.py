@@ -1,0 +1,25 @@
+import os
+import threading
+
+import pytest
+
+from cardrag.retrievers.reads import at_once, in_turn, read_pool
+
+
+def test_a_forked_worker_gets_a_read_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = read_pool()
+    assert read_pool() is first  # one pool per process
+    monkeypatch.setattr(os, "getpid", lambda: -1)  # as in a child forked after reads began
+    child = read_pool()
+    assert child is not first
+    assert child.submit(lambda: 42).result(timeout=5) == 42
+
+
+def test_reads_at_once_run_the_first_here_and_the_others_on_the_pool() -> None:
+    def name() -> str:
+        return threading.current_thread().name
+
+    here, *others = at_once(name, name, name)
+    assert here == threading.current_thread().name
+    assert [o.startswith("cardrag-read") for o in others] == [True, True]
+    assert in_turn(name, name) == [here, here]
