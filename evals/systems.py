@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.index.cache import cached_embeddings
+from cardrag.ingest.index.manifest import corpus_rankings
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
@@ -153,7 +154,7 @@ def configured(
         path=Path(),
         collections=base.collections,
         docstore=base.docstore,
-        manifest={},
+        manifest={"fusion": rankings_of(base)},  # the rankings this corpus supports, as ingest's
         bm25=bm25,
         vectors=base.row_vectors,
     )
@@ -174,6 +175,16 @@ def build(
     base = index(cards, embeddings, splitter, path)
     bm25 = lexical(base, settings)
     return configured(base, settings, bm25, gated=gated)
+
+
+def rankings_of(base: ScoredParentDocumentRetriever) -> dict[str, Any]:
+    """The rankings the corpus ``base`` wrote supports, as an ingest's manifest records them."""
+    stores = base.collections
+    kinds = {
+        "card": stores.cards._collection.count() if stores.cards is not None else 0,
+        "sentence": stores.sentences._collection.count() if stores.sentences is not None else 0,
+    }
+    return corpus_rankings(len(list(base.docstore.yield_keys())), kinds)
 
 
 def lexical(base: ScoredParentDocumentRetriever, settings: Settings) -> BM25Index:

@@ -7,6 +7,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -94,23 +95,51 @@ def run(
         )
         return 2
     took = time.perf_counter() - started
-    m = index.manifest
-    kinds = m.get("rows") or {"child": m["children"]}
-    rows = f"{kinds['child']} children" + "".join(
-        f", {kinds[kind]} {label}" for kind, label in ROW_LABELS.items() if kinds.get(kind)
-    )
-    print(
-        f"ingested {m['cards']} cards into {rows} "
-        f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s "
-        f"-> {index.generation}; {Changes(**m['changes']).line()}"
-    )
+    print("\n".join(summary(index.manifest, index.generation, took)))
     if clean or index.removed:
         print(f"removed {len(index.removed)} old index(es): {', '.join(index.removed) or 'none'}")
     return 0
 
 
 ROW_LABELS = {"card": "card rows", "sentence": "sentence rows"}
-"""How the summary names the rows beside the children."""
+"""How the summary names the rows beside the children (and their rankings)."""
+
+
+def summary(m: dict[str, Any], generation: str, took: float) -> list[str]:
+    """What an ingest says it did: the rows written, what changed, the rankings they support.
+
+    Example:
+        >>> m = {"cards": 2, "children": 9, "chunk_size": 400, "chunk_overlap": 60,
+        ...      "rows": {"child": 4, "card": 1, "sentence": 4},
+        ...      "fusion": {"card_rows": {"on": False, "why": "1 of 2 parents have one"}},
+        ...      "changes": {"added": 2, "updated": 0, "unchanged": 0, "deleted": 0,
+        ...                  "embedded": 9, "reused": 0}}
+        >>> for line in summary(m, "index-x", 1.23):  # doctest: +NORMALIZE_WHITESPACE
+        ...     print(line)
+        ingested 2 cards into 4 children, 1 card rows, 4 sentence rows (chunk 400, overlap 60)
+        in 1.2 s -> index-x; cards: 2 added, 0 updated, 0 unchanged, 0 deleted; texts: 9
+        embedded, 0 reused
+        rankings beside the children's and BM25: card rows off (1 of 2 parents have one)
+    """
+    kinds = m.get("rows") or {"child": m["children"]}
+    rows = f"{kinds['child']} children" + "".join(
+        f", {kinds[kind]} {label}" for kind, label in ROW_LABELS.items() if kinds.get(kind)
+    )
+    lines = [
+        f"ingested {m['cards']} cards into {rows} "
+        f"(chunk {m['chunk_size']}, overlap {m['chunk_overlap']}) in {took:.1f} s "
+        f"-> {generation}; {Changes(**m['changes']).line()}"
+    ]
+    fusion = m.get("fusion") or {}
+    said = [
+        f"{ROW_LABELS[kind]} {'on' if fusion[f'{kind}_rows']['on'] else 'off'} "
+        f"({fusion[f'{kind}_rows']['why']})"
+        for kind in ROW_LABELS
+        if f"{kind}_rows" in fusion
+    ]
+    if said:
+        lines.append("rankings beside the children's and BM25: " + "; ".join(said))
+    return lines
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.index.manifest import CARD_ROWS_MIN_SHARE
 from cardrag.ingest.settings import default
 from cardrag.retrievers.hits import ChildHit
 
@@ -258,11 +259,6 @@ def agreed_first(dense: Sequence[Sequence[str]], lexical: Sequence[str]) -> str 
     """
     first = lexical[0] if lexical else None
     return first if first is not None and any(r[:1] == [first] for r in dense) else None
-
-
-CARD_ROWS_MIN_SHARE = 0.5
-"""The card-row ranking is fused only where at least this share of the ranked parents has a
-card row (:func:`card_rows_apply`)."""
 
 
 def card_rows_apply(without_row: int, ranked: int) -> bool:

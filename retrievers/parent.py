@@ -32,6 +32,7 @@ from langchain_core.runnables.config import run_in_executor
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Collections, Index
 from cardrag.ingest.index.collections import RowKind, merge_filters
+from cardrag.ingest.index.manifest import ranked_rows
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
@@ -114,9 +115,11 @@ class ScoredParentDocumentRetriever(IndexedParents):
     ) -> ScoredParentDocumentRetriever:
         """The retriever over an opened index, configured from settings.
 
-        BM25 is used when ``settings.hybrid`` is on and the index has one; card rows are used
-        when ``settings.card_rows`` is on (otherwise filtered out of the query).
+        BM25 is used when ``settings.hybrid`` is on and the index has one; card rows and
+        sentence rows when the settings and the corpus say so
+        (:func:`~cardrag.ingest.index.manifest.ranked_rows`).
         """
+        card_rows, sentence_rows = ranked_rows(settings, index.manifest)
         values: dict[str, Any] = {
             "docstore": index.docstore,
             "id_key": md.PARENT_ID,
@@ -128,10 +131,10 @@ class ScoredParentDocumentRetriever(IndexedParents):
             "min_similarity": settings.effective_min_similarity,
             "bm25": index.bm25 if settings.hybrid else None,
             "row_vectors": index.vectors,
-            "card_rows": settings.uses_card_rows,
+            "card_rows": card_rows,
             "dense_weight": settings.dense_weight,
             "card_weight": settings.card_weight,
-            "sentence_rows": settings.uses_sentence_rows,
+            "sentence_rows": sentence_rows,
             "sentence_weight": settings.sentence_weight,
             "bm25_weight": settings.bm25_weight,
             "rrf_c": settings.rrf_c,

@@ -20,6 +20,7 @@ ALLOWED_FROM_INGEST = frozenset(
         "cardrag.ingest.index",  # the write path (rows), and opening a generation
         "cardrag.ingest.index.collections",  # the row plan both sides share
         "cardrag.ingest.index.vectors",  # the saved vectors' format
+        "cardrag.ingest.index.manifest",  # what a generation says of itself: its rankings
         "cardrag.ingest.lexical",  # BM25's index format
         "cardrag.ingest.analysis",  # a question is analysed as the rows were
         "cardrag.ingest.language",
