@@ -178,10 +178,12 @@ class Settings(BaseSettings):
 
     sentence_rows: bool = True
     """Also index each sentence of a card as a row (short ones paired), ranked as a fourth
-    list beside the children, the card rows and BM25 (``parent_child`` chunker only: the
-    ``sentence_window`` chunker's children already are sentences). Issue 34: a question
-    worded like one sentence of a long card is found by that sentence, where the card's
-    400-character chunks dilute it."""
+    list beside the children, the card rows and BM25 (``parent_child`` chunker only). A
+    question worded like one sentence of a card is found by it (issue 34). Like BM25 it
+    abstains for a question surely in a language no card is in (``retrievers.bm25.reads``):
+    across languages a sentence's vector is the noisiest vote (golden, translated and names
+    questions, tuning part: 4 more answers citing a wrong card than without sentence rows
+    when it votes there too, 2 when it abstains)."""
 
     sentence_weight: float = Field(default=1.0, ge=0)
     """RRF weight of the sentence rows' ranking (with ``sentence_rows``)."""

@@ -35,6 +35,7 @@ from cardrag.ingest.index.collections import RowKind, merge_filters
 from cardrag.ingest.index.manifest import ranked_rows
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.bm25 import reads as bm25_reads
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
 from cardrag.retrievers.bm25 import search as bm25_search
 from cardrag.retrievers.candidates import (
@@ -175,6 +176,8 @@ class ScoredParentDocumentRetriever(IndexedParents):
         rows = self._reader(query)
         # another store's filter cannot be applied to BM25's candidates: dense only then
         lexical_on = isinstance(self.vectorstore, Chroma) or where is None
+        # sentence rows, as BM25, abstain for a question surely in a language no card is in
+        sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
         # the first window is the same for any k up to candidate_parents: so are the first cards
         fetch = first_fetch(
             max(pool, self.candidate_parents), self.fetch_multiplier, self.max_fetch
@@ -193,7 +196,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
                 if self.card_rows
                 else list,
                 partial(rows.nearest, vector, fetch, where, kind="sentence")
-                if self.sentence_rows
+                if sentences_on
                 else list,
                 partial(self._lexical, query, fetch) if lexical_on else list,
             )

