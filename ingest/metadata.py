@@ -27,8 +27,8 @@ CHUNK_INDEX = "chunk_index"
 CARD_ROW = -1
 """``chunk_index`` of the optional card-level row (the whole card as one vector); such a row is
 ranked with the others but never shown as a matched passage."""
-SENTENCE_ROWS = -2
-"""``chunk_index`` of a card's first sentence row; its n-th has ``SENTENCE_ROWS - n``
+SENTENCE_ROW = -2
+"""``chunk_index`` of a card's first sentence row; its n-th has ``SENTENCE_ROW - n``
 (:func:`sentence_row`). Sentence rows (one per sentence, short ones paired) are a fourth
 ranking beside the children, the card rows and BM25; like card rows, never shown as a matched
 passage."""
@@ -77,12 +77,12 @@ def sentence_row(n: int) -> int:
         >>> sentence_row(0), sentence_row(3), is_sentence_row(sentence_row(3)), is_sentence_row(0)
         (-2, -5, True, False)
     """
-    return SENTENCE_ROWS - n
+    return SENTENCE_ROW - n
 
 
 def is_sentence_row(chunk_index: object) -> bool:
     """Whether a ``chunk_index`` is a sentence row's (:func:`sentence_row`)."""
-    return isinstance(chunk_index, int) and chunk_index <= SENTENCE_ROWS
+    return isinstance(chunk_index, int) and chunk_index <= SENTENCE_ROW
 
 
 def is_child(chunk_index: object) -> bool:
@@ -123,7 +123,7 @@ def child_id(card_id: str, chunk_index: int) -> str:
     if chunk_index == CARD_ROW:
         return f"{card_id}::card"
     if is_sentence_row(chunk_index):
-        return f"{card_id}::s{SENTENCE_ROWS - chunk_index:02d}"
+        return f"{card_id}::s{SENTENCE_ROW - chunk_index:02d}"
     return f"{card_id}::{chunk_index:02d}"
 
 

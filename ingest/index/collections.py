@@ -58,7 +58,7 @@ CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
 """Whole-card rows only."""
 CHILDREN_ONLY: Where = {md.CHUNK_INDEX: {"$gte": 0}}
 """Real children only, in the restricted collection (every row there has a ``chunk_index``)."""
-SENTENCE_ROWS: Where = {md.CHUNK_INDEX: {"$lte": md.SENTENCE_ROWS}}
+SENTENCE_ROWS: Where = {md.CHUNK_INDEX: {"$lte": md.SENTENCE_ROW}}
 """Sentence rows only."""
 NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
 """Rows of cards that are not restricted (needed only where restricted rows share a collection)."""
