@@ -94,7 +94,7 @@ def is_child(chunk_index: object) -> bool:
         >>> is_child(0), is_child(None), is_child(CARD_ROW), is_child(sentence_row(0))
         (True, True, False, False)
     """
-    return chunk_index != CARD_ROW and not is_sentence_row(chunk_index)
+    return row_kind(chunk_index) == "child"
 
 
 def row_kind(chunk_index: object) -> str:

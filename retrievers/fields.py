@@ -66,8 +66,8 @@ def field_problems(retriever: ScoredParentFields) -> list[str]:
             )
     if not isinstance(retriever.vectorstore, Chroma):
         name = type(retriever.vectorstore).__name__
-        fields = ("card_rows", "card_rows_store", "restricted_store", "sentence_rows")
-        for field in (*fields, "sentence_rows_store"):
+        # sentence_rows itself needs sentence_rows_store: checked below, for any store
+        for field in ("card_rows", "card_rows_store", "restricted_store", "sentence_rows_store"):
             if getattr(retriever, field):
                 problems.append(f"{field} needs Chroma collections; the vector store is {name}")
         splitter = retriever.child_splitter
