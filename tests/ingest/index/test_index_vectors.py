@@ -218,8 +218,12 @@ def test_with_card_rows_the_retriever_answers_as_without_saved_vectors(
 
     index = open_index(mixed_index_dir, fake_embeddings)
     # plain RRF: the adaptive weights follow score leads, so float32 noise (below) would also
-    # break the fake embedding's many fused-score ties one way or the other
-    settings = Settings(min_similarity=-1.0, card_rows=True, adaptive_fusion=False)
+    # break the fake embedding's many fused-score ties one way or the other; BM25 below the
+    # dense weight for the same reason (with equal weights, first here and second there ties
+    # second here and first there)
+    settings = Settings(
+        min_similarity=-1.0, card_rows=True, adaptive_fusion=False, bm25_weight=0.75
+    )
     fast = ScoredParentDocumentRetriever.from_index(index, settings)
     slow = ScoredParentDocumentRetriever.from_index(index, settings, row_vectors=None)
     for question in QUESTIONS:
@@ -294,7 +298,7 @@ def test_with_sentence_rows_the_retriever_answers_as_without_saved_vectors(
     from cardrag.ingest.settings import Settings
 
     index = open_index(sentence_index_dir, fake_embeddings)
-    settings = Settings(min_similarity=-1.0, adaptive_fusion=False)
+    settings = Settings(min_similarity=-1.0, adaptive_fusion=False, bm25_weight=0.75)  # as above
     assert settings.uses_sentence_rows
     fast = ScoredParentDocumentRetriever.from_index(index, settings)
     slow = ScoredParentDocumentRetriever.from_index(index, settings, row_vectors=None)
