@@ -28,6 +28,7 @@ from cardrag.ingest.index.collections import NOT_RESTRICTED
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers import parent
 from cardrag.retrievers.bm25 import reads, search
 from cardrag.retrievers.hits import RowReader
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
@@ -476,8 +477,6 @@ def test_bm25_brings_in_a_card_the_dense_window_missed(
 def test_bm25_s_vote_is_weighed_by_the_share_of_the_question_s_words_it_knows(
     hybrid: ScoredParentDocumentRetriever, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cardrag.retrievers.parent as parent
-
     weights: list[float] = []
     original = parent.rank_parents
 
@@ -627,6 +626,7 @@ def test_default_retrieval_output_is_pinned(
     real_embeddings: Embeddings,
     default_settings: Settings,
     fusion: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``first`` was pinned before the other chunkers existed: adding them, and splitting the
     rows into three collections, must not move it. Issue 7 then changed the fusion defaults
@@ -634,15 +634,19 @@ def test_default_retrieval_output_is_pinned(
     follow the question (``adaptive_fusion``), pinned as ``adaptive``; the first window then
     became sized for ``candidate_parents`` (10) rather than ``k``, pinned as ``windowed`` (the
     three before keep ``candidate_parents=1``, their window); then a fourth ranking, the
-    sentence rows, the default now, pinned as ``default`` (the four before rank without it)."""
-    before = {"sentence_rows": False}
+    sentence rows, the default now, pinned as ``default`` (the four before rank without it).
+    BM25's weight then became 1, times the share of the question's words it knows: the pins
+    before it keep 0.75 and BM25's full vote (``known_share`` patched to 1)."""
+    before = {"sentence_rows": False, "bm25_weight": 0.75}
+    if fusion != "default":
+        monkeypatch.setattr(parent, "known_share", lambda bm25, query: 1.0)
     update: dict[str, Any] = {
         "first": {
+            **before,
             "bm25_weight": 1.0,
             "rrf_c": 60,
             "adaptive_fusion": False,
             "candidate_parents": 1,
-            **before,
         },
         "plain": {"adaptive_fusion": False, "candidate_parents": 1, **before},
         "adaptive": {"candidate_parents": 1, **before},
@@ -937,7 +941,6 @@ def test_a_paraphrase_s_few_known_words_do_not_out_vote_its_meaning(
     (fused scores 0.0442 against 0.0436 with all-MiniLM-L6-v2, Intel Xeon: ranks decide them,
     a CPU's float noise moves them by about 1e-5).
     """
-    import cardrag.retrievers.parent as parent
     from cardrag.retrievers.bm25 import known_share
 
     index = build_index(
