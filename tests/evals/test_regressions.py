@@ -164,9 +164,9 @@ def test_brand_name_questions_are_held_to_their_bounds() -> None:
     report = _measured("ours")
     report["names"] = {"held_out": {"names": {"refused_rate": 0.5, "right_rate": 0.5}}}
     problems = regressions(report, thresholds)
-    assert "brand-name questions refused 0.5 outside the max 0.075" in problems
-    assert "brand-name questions right 0.5 outside the min 0.925" in problems
-    report["names"]["held_out"]["names"] = {"refused_rate": 0.05, "right_rate": 0.95}
+    assert "brand-name questions refused 0.5 outside the max 0.1" in problems
+    assert "brand-name questions right 0.5 outside the min 0.9" in problems
+    report["names"]["held_out"]["names"] = {"refused_rate": 0.075, "right_rate": 0.925}
     assert regressions(report, thresholds) == []
 
 
