@@ -43,6 +43,7 @@ from cardrag.ingest import metadata as md
 from cardrag.ingest.index import Index, chroma_client, open_collections
 from cardrag.ingest.index.cache import cached_embeddings
 from cardrag.ingest.index.manifest import corpus_rankings
+from cardrag.ingest.index.parents import count_parents
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
@@ -184,7 +185,7 @@ def rankings_of(base: ScoredParentDocumentRetriever) -> dict[str, Any]:
         "card": stores.cards._collection.count() if stores.cards is not None else 0,
         "sentence": stores.sentences._collection.count() if stores.sentences is not None else 0,
     }
-    return corpus_rankings(len(list(base.docstore.yield_keys())), kinds)
+    return corpus_rankings(count_parents(base.docstore), kinds)
 
 
 def lexical(base: ScoredParentDocumentRetriever, settings: Settings) -> BM25Index:

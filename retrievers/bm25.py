@@ -17,6 +17,7 @@ from cardrag.ingest.lexical import BM25Index
 
 __all__ = [
     "POSTINGS_PER_TOKEN",
+    "analyses",
     "known_share",
     "question_tokens",
     "reads",
@@ -37,6 +38,20 @@ out is a common word's lowest contributions (its IDF is low, and its highest-tf 
 read)."""
 
 
+def analyses(index: BM25Index, query: str) -> dict[str, list[str]]:
+    """The question's tokens in each language of the rows, analysed as those rows were.
+
+    Example:
+        >>> index = BM25Index([], [], None, languages=("en", "pt"), stemmed=("pt",))
+        >>> analyses(index, "tomando leite")
+        {'en': ['tomando', 'leite'], 'pt': ['tom', 'leit']}
+    """
+    return {
+        language: analyse(query, language, stem=language in index.stemmed)
+        for language in index.languages
+    }
+
+
 def question_tokens(index: BM25Index, query: str) -> list[str]:
     """The question's tokens: its analysis in each language of the rows, pooled.
 
@@ -46,9 +61,8 @@ def question_tokens(index: BM25Index, query: str) -> list[str]:
         ['tomando', 'leite', 'tom', 'leit']
     """
     pooled: dict[str, None] = {}
-    for language in index.languages:
-        stem = language in index.stemmed
-        pooled.update(dict.fromkeys(analyse(query, language, stem=stem)))
+    for tokens in analyses(index, query).values():
+        pooled.update(dict.fromkeys(tokens))
     return list(pooled)
 
 
@@ -70,12 +84,9 @@ def known_share(index: BM25Index, query: str) -> float:
     if index.model is None:
         return 0.0
     known = index.model.vocab_dict
-    best = 0.0
-    for language in index.languages:
-        tokens = set(analyse(query, language, stem=language in index.stemmed))
-        if tokens:
-            best = max(best, sum(t in known for t in tokens) / len(tokens))
-    return best
+    distinct = [set(tokens) for tokens in analyses(index, query).values()]
+    shares = [len(words & known.keys()) / len(words) for words in distinct if words]
+    return max(shares, default=0.0)
 
 
 def reads(index: BM25Index, query: str) -> bool:

@@ -185,6 +185,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         lexical_on = isinstance(self.vectorstore, Chroma) or where is None
         # sentence rows, as BM25, abstain for a question surely in a language no card is in
         sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
+        weights = self._weights(query)  # the question's, whatever the window
         # the first window is the same for any k up to candidate_parents: so are the first cards
         fetch = first_fetch(
             max(pool, self.candidate_parents), self.fetch_multiplier, self.max_fetch
@@ -225,7 +226,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
                 [*dense, *cards, *sentences],
                 lexical,
                 min_similarity=floor,
-                weights=self._weights(query),
+                weights=weights,
                 c=self.rrf_c,
                 adaptive=self.adaptive_fusion,
             )
