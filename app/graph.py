@@ -98,7 +98,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     else:
         ranked = docs = retriever.invoke(query, k=ctx.k)
     logger.info("retrieved %s", [(d.id, round(d.metadata.get(md.SCORE, 0.0), 3)) for d in docs])
-    return {"documents": docs, "ranked": [_score(d) for d in ranked], "query": query}
+    return {"documents": docs, "ranked": ranked, "query": query}
 
 
 def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

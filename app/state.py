@@ -20,8 +20,8 @@ class State(TypedDict, total=False):
     write them (:mod:`cardrag.app.names`); the reply keeps ``question``."""
     documents: list[Document]
     """Scored parent cards: from the retriever, then only those grading kept."""
-    ranked: list[float]
-    """The similarity of every card the retriever ranked, its gate aside (grading's rivals)."""
+    ranked: list[Document]
+    """Every card the retriever ranked, its gate aside (grading's rivals)."""
     grades: list[Grade]
     """Grading's verdict on every retrieved card, in the retriever's order."""
     reason: str

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from cardrag.app.calibration import FEATURES
 from cardrag.evals.answerability.fitting import calibrate, write_calibration
 from cardrag.evals.answerability.questions import questions
 from cardrag.ingest.models import MODELS_FILE
@@ -24,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     prog = "python -m cardrag.evals.answerability"
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--write", action="store_true", help=f"store it in {MODELS_FILE}")
+    parser.add_argument(
+        "--only",
+        choices=list(FEATURES),
+        help="refit this calibration only; the other stays as stored",
+    )
     args = parser.parse_args(argv)
     settings = Settings()
     embeddings = cached(
@@ -41,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             settings.embedding_model,
             settings.k,
             lambda text: read_as(text, names, glossary),
+            [args.only] if args.only else list(FEATURES),
         )
     print(json.dumps(report, indent=2))
     if args.write:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from tqdm.auto import tqdm
 from cardrag.app.aspects import aspect_verdict
 from cardrag.app.calibration import SAME_LANGUAGE, Calibration, Calibrations
 from cardrag.app.glossary import unglossed
-from cardrag.app.grading import card_language, leads, pair_features
+from cardrag.app.grading import card_language, doc_coverage, pair_features
+from cardrag.app.rivals import card_leads
 from cardrag.app.terms import question_language, salient_terms
 from cardrag.app.vectors import Vectors
 from cardrag.evals.answerability.questions import Question, held_out_ids
@@ -86,12 +88,12 @@ def featurise(
         if cross_encoder is not None and lang == "en":
             logits = cross_encoder.score(q.text, [rerank_passage(d) for d in docs])
         cards = []
-        ahead = leads([float(d.metadata[md.SCORE]) for d in docs])
+        ahead = card_leads(docs, docs, functools.partial(doc_coverage, text, lang))
         for doc, logit, lead in zip(docs, logits, ahead, strict=True):
             card = (str(doc.metadata.get(md.TITLE, "")), doc.page_content, card_language(doc))
             score = float(doc.metadata[md.SCORE])
             feats, missing = pair_features(vectors, text, qv, terms, lang, card, score)
-            feats["lead"] = lead
+            feats.update(lead)
             lacking, _ = aspect_verdict(own, lang, f"{card[0]}\n{card[1]}")
             missing = (*missing, *(f"aspect: {a}" for a in lacking))
             feats["normalised_score"] = normalised_score(score, similarities)

