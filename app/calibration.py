@@ -101,9 +101,6 @@ def load_calibrations(model: str, path: Path = MODELS_FILE) -> Calibrations | No
         ValueError: naming the file and field, when the stored calibration was fitted for
             other features than grading computes.
     """
-    known = model_profile(model, path)
-    if known is None or known.grading is None:
-        return None
     same = load_calibration(model, SAME_LANGUAGE, path)
     across = load_calibration(model, ACROSS_LANGUAGES, path)
     return None if same is None or across is None else Calibrations(same, across)

@@ -53,11 +53,13 @@ def card_leads(
         >>> card_leads([a], [a, b], lambda d: {"a": 1.0, "b": 0.25}[d.id])
         [{'lead': 0.04, 'coverage_lead': 0.75}]
     """
-    scores = leads(
-        [MatchedCard.from_document(d).score for d in docs],
-        [MatchedCard.from_document(d).score for d in ranked],
-    )
-    coverages = leads([covered(d) for d in docs], [covered(d) for d in ranked])
+    measured: dict[int, tuple[float, float]] = {}  # each card's (score, coverage), once
+    for doc in (*ranked, *docs):
+        if id(doc) not in measured:
+            measured[id(doc)] = (MatchedCard.from_document(doc).score, covered(doc))
+    pool, own = [measured[id(d)] for d in ranked], [measured[id(d)] for d in docs]
+    scores = leads([s for s, _ in own], [s for s, _ in pool])
+    coverages = leads([c for _, c in own], [c for _, c in pool])
     return [
         {"lead": score, "coverage_lead": cover}
         for score, cover in zip(scores, coverages, strict=True)

@@ -170,7 +170,7 @@ def calibrate(
         threshold = choose_threshold(relation_part(tuning, relation), calibration, relation)
         fitted[relation] = replace(calibration, threshold=threshold)
     across = fitted[ACROSS_LANGUAGES]
-    if ACROSS_LANGUAGES in refit or across.min_similarity is None:
+    if ACROSS_LANGUAGES in refit:
         gate = choose_gate(relation_part(tuning, ACROSS_LANGUAGES), across)
         fitted[ACROSS_LANGUAGES] = replace(across, min_similarity=gate)
     calibrations = Calibrations(fitted[SAME_LANGUAGE], fitted[ACROSS_LANGUAGES])

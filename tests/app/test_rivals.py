@@ -30,3 +30,15 @@ def test_card_leads_are_in_similarity_and_in_coverage_over_every_ranked_rival() 
         {"lead": 0.04, "coverage_lead": 0.0},
         {"lead": -0.04, "coverage_lead": 0.0},
     ]
+
+
+def test_each_ranked_card_s_coverage_is_measured_once() -> None:
+    a, b = _card("a", 0.84), _card("b", 0.80)
+    asked: list[str] = []
+
+    def covered(doc: Document) -> float:
+        asked.append(str(doc.id))
+        return 1.0
+
+    card_leads([a], [a, b], covered)
+    assert asked == ["a", "b"]  # a is both graded and a rival: measured once
