@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,7 @@ TRANSLATED = CASES_DIR / "translated.jsonl"
 OFFTOPIC = CASES_DIR / "offtopic.jsonl"
 NAMES = CASES_DIR / "names.jsonl"
 PARTIAL = CASES_DIR / "partial.jsonl"
+MATRIX = CASES_DIR / "matrix.jsonl"
 
 
 class GoldenCase(BaseModel):
@@ -173,9 +174,77 @@ class PartialCase(BaseModel):
     """What no card answers ("breastfeeding")."""
 
 
+QuestionType = Literal[
+    "information",
+    "dose",
+    "usage",
+    "interaction",
+    "side_effects",
+    "indication",
+    "action",
+    "storage",
+    "stopping",
+    "contraindication",
+    "ingredients",
+    "appearance",
+    "time",
+    "overdose",
+    "comparison",
+    "alternatives",
+    "availability",
+    "lifestyle",
+]
+"""The question types of real consumer medication questions (MedicationQA, Ben Abacha et al.,
+MedInfo 2019): information, dose, usage, interaction, side effects, indication, action (how it
+works), storage, stopping or tapering, contraindication, ingredients, appearance, time (when,
+how long, how soon), overdose, comparison, alternatives, availability and forms, lifestyle."""
+QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
+"""Every :data:`QuestionType`, in the taxonomy's order."""
+
+
+class MatrixCase(BaseModel):
+    """A patient's question about one card's medicine (or subject), of one type (issue 48)."""
+
+    query_id: str
+    """Stable id, ``mNNN``."""
+    card: str
+    """The card whose medicine or subject the question is about (the split is by this card)."""
+    type: QuestionType
+    """What the question asks (:data:`QUESTION_TYPES`)."""
+    language: Literal["en", "pt", "es", "it"]
+    """ISO 639-1 code of the question."""
+    query: str
+    """The question, naming the medicine as a patient would (generic, brand, everyday words)."""
+    label: Literal["answered", "other_card", "not_covered"]
+    """Read off the cards: ``card`` answers it, another card does, or no card does."""
+    must_cite_one_of: list[str] = Field(default_factory=list)
+    """The cards that answer it (empty when not covered)."""
+    answer_sentence: str | None = None
+    """Words of the sentence that answers it, exactly as the answering card has them; a right
+    answer quotes that sentence."""
+
+
 def load_partial(path: Path = PARTIAL) -> list[PartialCase]:
     """Partly answerable cases from a JSONL file."""
     return [PartialCase.model_validate(row) for row in _jsonl(path)]
+
+
+def load_matrix(path: Path = MATRIX) -> list[MatrixCase]:
+    """Question-type matrix cases from a JSONL file (an answerable one names its sentence).
+
+    Raises:
+        ValueError: a line whose label and fields disagree, naming the file and the case.
+    """
+    cases = [MatrixCase.model_validate(row) for row in _jsonl(path)]
+    for case in cases:
+        answerable = case.label != "not_covered"
+        if answerable != bool(case.must_cite_one_of) or answerable != bool(case.answer_sentence):
+            msg = (
+                f"{path}: {case.query_id}: label {case.label!r} needs must_cite_one_of and "
+                "answer_sentence exactly when the question is answerable"
+            )
+            raise ValueError(msg)
+    return cases
 
 
 def load_names(path: Path = NAMES) -> list[NamesCase]:

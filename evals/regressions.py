@@ -70,6 +70,20 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             value = table[f"{name}_rate"]
             if (side == "min" and value < bound) or (side == "max" and value > bound):
                 problems.append(f"{what} {name} {value} outside the {side} {bound}")
+    matrix = report.get("matrix", {}).get("held_out", {})
+    for key, bound in thresholds.get("matrix", {}).items() if matrix else ():
+        # "<answerable|not_covered>[_<language or type>]_min": a held-out right rate
+        name, _, side = key.rpartition("_")
+        for group in ("answerable", "not_covered"):
+            if name == group or name.startswith(f"{group}_"):
+                row = matrix.get(name.replace(f"{group}_", f"{group} ", 1))
+                break
+        else:
+            row = None
+        if row is None:
+            problems.append(f"question-type matrix: no held-out row for {key}")
+        elif side == "min" and row["rate"] < bound:
+            problems.append(f"question-type matrix {name} right {row['rate']} below {bound}")
     problems += [
         f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
         for r in report["redteam"]["results"]

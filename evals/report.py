@@ -102,6 +102,8 @@ def render_dataset(name: str, entry: dict[str, Any]) -> list[str]:
             )
     if "answerability" in entry:
         lines += render_answerability(entry["answerability"])
+    if "matrix" in entry:
+        lines += render_matrix(entry["matrix"])
     if "eval_seconds" in entry:
         lines += ["", f"`make eval` took {entry['eval_seconds']} s."]
     return [*lines, ""]
@@ -139,6 +141,38 @@ def render_answerability(graded: dict[str, Any]) -> list[str]:
         lines += ["", "Held-out translated questions refused:", ""]
         lines += [f"- {r['question']} ({r['reason']})" for r in refused]
     return lines
+
+
+def render_matrix(matrix: dict[str, Any]) -> list[str]:
+    """The question-type matrix (issue 48): right answers per language and type, both parts."""
+    lines = [
+        "",
+        "Question-type matrix (issue 48, `evals/cases/matrix.jsonl`, split by card: "
+        "`evals/matrix.py`), through the whole graph. A not-covered question is right when it "
+        "is refused; an answerable one when it cites a right card and quotes the sentence "
+        "that answers it. Right / questions, held-out cards and tuning cards; failures of "
+        "the held-out part.",
+        "",
+        "| questions | held-out | tuning | held-out failures |",
+        "|---|---|---|---|",
+    ]
+    held, tuning = matrix.get("held_out", {}), matrix.get("tuning", {})
+    for key in sorted(set(held) | set(tuning), key=_matrix_order):
+        row, other = held.get(key), tuning.get(key)
+        failures = ", ".join(
+            f"{k} {v}" for k, v in (row or {}).items() if k not in ("questions", "right", "rate")
+        )
+        lines.append(f"| {key} | {_right(row)} | {_right(other)} | {failures} |")
+    return lines
+
+
+def _matrix_order(key: str) -> tuple[str, int, str]:
+    side, _, within = key.partition(" ")
+    return (side, 0 if not within else 1 if len(within) == 2 else 2, within)
+
+
+def _right(row: dict[str, Any] | None) -> str:
+    return "" if row is None else f"{row['right']}/{row['questions']} = {row['rate']:.2f}"
 
 
 def render_signal_pairs(pairs: dict[str, Any]) -> list[str]:
@@ -204,6 +238,9 @@ def print_golden(entry: dict[str, Any]) -> None:
     print(f"answerability (held-out AUROC): {graded.get('held_out_auroc')}")
     for key, row in graded["refusal"]["held_out"].items():
         print(f"  held-out refused: {key}: {row['refused']}/{row['questions']} = {row['rate']}")
+    for key, row in entry.get("matrix", {}).get("held_out", {}).items():
+        if " " not in key or len(key.split(" ")[1]) == 2:  # overall and per language
+            print(f"  held-out matrix: {key}: right {row['right']}/{row['questions']}")
     for name in ("names", "names_as_written", "partial"):
         for key, row in entry[name]["held_out"].items():
             covered = row["said_not_covered"] if name == "partial" else None

@@ -46,6 +46,7 @@ from cardrag.evals.cases import (
 )
 from cardrag.evals.datasets import Dataset, Level, load_beir, load_golden
 from cardrag.evals.gate import offtopic_refusals
+from cardrag.evals.matrix import matrix_checks
 from cardrag.evals.metrics import evaluate
 from cardrag.evals.names import names_checks
 from cardrag.evals.partial import partial_checks
@@ -298,6 +299,8 @@ def golden_entry(embeddings: Embeddings, settings: Settings, work: Path) -> dict
     entry["names"] = names_checks(lambda text: answer(text, app))
     entry["names_as_written"] = names_checks(lambda text: answer(text, replace(app, names=None)))
     entry["partial"] = partial_checks(lambda text: answer(text, app))
+    # every type of question patients ask about a card's medicine, split by card (issue 48)
+    entry["matrix"] = matrix_checks(lambda text: answer(text, app))
     entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
         lambda text: answer(text, replace(app, names=names_of(app.retriever)))
     )

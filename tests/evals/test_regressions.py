@@ -180,3 +180,20 @@ def test_two_part_questions_are_held_to_their_bounds() -> None:
     ]
     report["partial"]["held_out"]["partial"] = {"refused_rate": 0.083, "right_rate": 0.917}
     assert regressions(report, thresholds) == []
+
+
+def test_the_matrix_floors_gate_its_held_out_rates() -> None:
+    report = _measured("ours")
+    report["matrix"] = {
+        "held_out": {
+            "answerable": {"questions": 114, "right": 45, "rate": 0.395},
+            "not_covered": {"questions": 96, "right": 15, "rate": 0.156},
+        }
+    }
+    thresholds = {
+        "matrix": {"answerable_min": 0.35, "not_covered_min": 0.17, "answerable_pt_min": 0.3}
+    }
+    assert regressions(report, thresholds) == [
+        "question-type matrix not_covered right 0.156 below 0.17",
+        "question-type matrix: no held-out row for answerable_pt_min",
+    ]
