@@ -70,9 +70,24 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             value = table[f"{name}_rate"]
             if (side == "min" and value < bound) or (side == "max" and value > bound):
                 problems.append(f"{what} {name} {value} outside the {side} {bound}")
+    problems += matrix_regressions(report, thresholds)
+    problems += [
+        f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
+        for r in report["redteam"]["results"]
+        if not r["passed"]
+    ]
+    return problems
+
+
+def matrix_regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
+    """The question-type matrix's held-out right rates below their ``[matrix]`` floors.
+
+    A key is ``<answerable|not_covered>[_<language or type>]_min``; a key with no held-out row
+    is a problem too (a floor that checks nothing cannot fail).
+    """
     matrix = report.get("matrix", {}).get("held_out", {})
+    problems = []
     for key, bound in thresholds.get("matrix", {}).items() if matrix else ():
-        # "<answerable|not_covered>[_<language or type>]_min": a held-out right rate
         name, _, side = key.rpartition("_")
         for group in ("answerable", "not_covered"):
             if name == group or name.startswith(f"{group}_"):
@@ -84,9 +99,4 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             problems.append(f"question-type matrix: no held-out row for {key}")
         elif side == "min" and row["rate"] < bound:
             problems.append(f"question-type matrix {name} right {row['rate']} below {bound}")
-    problems += [
-        f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
-        for r in report["redteam"]["results"]
-        if not r["passed"]
-    ]
     return problems

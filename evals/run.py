@@ -71,8 +71,7 @@ from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 EVALS_DIR = Path(__file__).resolve().parent
 APP_SAMPLE = 100
 """Questions of a shared dataset answered through the whole graph (``dataset_app_checks``)."""
-APP_SEED = 0
-"""Seed of that sample: the same questions every run."""
+APP_SEED = 0  # the sample's seed: the same questions every run
 
 
 def compare(
@@ -299,7 +298,6 @@ def golden_entry(embeddings: Embeddings, settings: Settings, work: Path) -> dict
     entry["names"] = names_checks(lambda text: answer(text, app))
     entry["names_as_written"] = names_checks(lambda text: answer(text, replace(app, names=None)))
     entry["partial"] = partial_checks(lambda text: answer(text, app))
-    # every type of question patients ask about a card's medicine, split by card (issue 48)
     entry["matrix"] = matrix_checks(lambda text: answer(text, app))
     entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
         lambda text: answer(text, replace(app, names=names_of(app.retriever)))
