@@ -22,6 +22,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from cardrag.app.question_types import BY_ASPECT, asked_types, folded, says_type
+
 ASPECTS: dict[str, dict[str, tuple[str, ...]]] = {
     "pregnancy or breastfeeding": {
         "en": ("pregnan", "breastfe", "breast-fe", "lactat", "conceiv"),
@@ -140,11 +142,12 @@ def aspects_of(question: str, language: str) -> tuple[str, ...]:
         ()
     """
     words = fold(question)
-    return tuple(
+    named = tuple(
         aspect
         for aspect, stems in ASPECTS.items()
         if _matches(words, stems.get(language, stems["en"]))
     )
+    return named + asked_types(folded(words), language)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -164,8 +167,17 @@ def missing_aspects(asked: Iterable[str], card_text: str) -> tuple[str, ...]:
     return tuple(
         aspect
         for aspect in asked
-        if not _matches(words, (s for stems in ASPECTS[aspect].values() for s in stems))
+        if not (
+            says_type(aspect, _card_text(card_text))
+            if aspect in BY_ASPECT
+            else _matches(words, (s for stems in ASPECTS[aspect].values() for s in stems))
+        )
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _card_text(text: str) -> str:
+    return folded(fold(text))
 
 
 def _words(text: str) -> frozenset[str]:

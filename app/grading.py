@@ -291,8 +291,8 @@ class Grader:
         medicine_names()  # read once a process now, not on the first question (about 0.7 s)
 
     def prefetch(self, question: str) -> None:
-        """Embed beside retrieval what grading embeds for a glossed question (``without_names``)."""
-        if self.calibrations is not None and gloss_of(question):  # cheap checks first
+        """Embed beside retrieval the question without its names (grading and the answerer)."""
+        if self.calibrations is not None:
             masked = without_names(question, salient_terms(unglossed(question)))
             if masked is not None:
                 self.vectors.prefetch(masked)

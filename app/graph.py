@@ -115,8 +115,16 @@ def grade(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if kept:
         return {"documents": kept, "grades": grades}
     titles = {str(d.id): str(d.metadata.get(md.TITLE, "")) for d in docs}
-    reason = refusal_reason(grades, titles, _written(state, runtime.context.names))
-    return {"documents": [], "grades": grades, "reason": reason}
+    written = _written(state, runtime.context.names)
+    reason = refusal_reason(grades, titles, written)
+    first = grades[0]
+    return {
+        "documents": [],
+        "grades": grades,
+        "reason": reason,
+        "closest": CitedCard(id=first.card_id, title=titles[first.card_id]),
+        "closest_lacks": [written.get(t, t) for t in first.missing] + list(first.missing_aspects),
+    }
 
 
 def route_after_grade(state: State) -> Literal["generate", "refuse"]:
@@ -176,7 +184,14 @@ def verify_citations(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 def refuse(state: State) -> dict[str, Any]:
     """The knowledge base does not cover the question: say so and why, cite nothing."""
     reason = state.get("reason") or GATE_REASON
-    reply = Reply(question=state["question"], answer=REFUSAL, refused=True, refusal_reason=reason)
+    reply = Reply(
+        question=state["question"],
+        answer=REFUSAL,
+        refused=True,
+        refusal_reason=reason,
+        closest=state.get("closest"),
+        closest_lacks=state.get("closest_lacks", []),
+    )
     return {"reply": reply}
 
 

@@ -78,3 +78,8 @@ class Reply(BaseModel):
     mention ("pregnancy or breastfeeding"); the answer ends by saying so."""
     refusal_reason: str | None = None
     """Why the question was refused, in plain words ("No card mentions clopidogrel.")."""
+    closest: CitedCard | None = None
+    """A refusal after grading: the card that came closest (the retriever's first)."""
+    closest_lacks: list[str] = Field(default_factory=list)
+    """What of the question that card does not say: the names it never mentions and the
+    aspects it says nothing about ("how to store it"); empty when it only scored too low."""

@@ -7,7 +7,7 @@ from typing import TypedDict
 from langchain_core.documents import Document
 
 from cardrag.app.grading import Grade
-from cardrag.app.reply import Draft, Reply
+from cardrag.app.reply import CitedCard, Draft, Reply
 
 
 class State(TypedDict, total=False):
@@ -26,6 +26,10 @@ class State(TypedDict, total=False):
     """Grading's verdict on every retrieved card, in the retriever's order."""
     reason: str
     """Why the question is refused, when it is."""
+    closest: CitedCard
+    """A refusal after grading: the card that came closest."""
+    closest_lacks: list[str]
+    """What of the question that card does not say (names, aspects)."""
     draft: Draft
     """The answerer's unverified answer."""
     reply: Reply

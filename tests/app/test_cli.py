@@ -71,7 +71,10 @@ def test_ask_json_on_the_shipped_corpus(
         "refused",
         "not_covered",
         "refusal_reason",
+        "closest",
+        "closest_lacks",
     }
+    assert reply["closest"] is None  # answered: nothing came closest
 
 
 @pytest.mark.real

@@ -364,7 +364,7 @@ def test_the_grader_scores_a_card_across_languages_by_its_lead_in_glossed_words(
     assert (level[0].answerable, level[0].answerability) == (True, 0.0)
 
 
-def test_grading_s_question_without_the_names_is_embedded_ahead_across_languages() -> None:
+def test_the_question_without_its_names_is_embedded_ahead() -> None:
     from cardrag.app.vectors import ahead_pool
     from tests.conftest import CountingEmbeddings
 
@@ -377,9 +377,10 @@ def test_grading_s_question_without_the_names_is_embedded_ahead_across_languages
     doc = Document(id="card-i", page_content="Ibuprofen: take it with milk or food.", metadata={})
     grader(glossed, [doc])  # the question itself, then nothing again: the masked one is kept
     assert model.queries == ["Posso tomar  com leite? (en: milk)", glossed]
-    # a question with no gloss (the cards' language) or no name, or no calibration: nothing
+    # in the cards' language too (the extractive answerer reads it); no name or no
+    # calibration: nothing
     grader.prefetch("Can I take ibuprofen with milk?")
     grader.prefetch("Posso tomar com leite? (en: milk)")
     Grader(Vectors(model), calibrations=None).prefetch("Posso tomar varfarina? (en: take)")
     ahead_pool().submit(lambda: None).result()
-    assert len(model.queries) == 2
+    assert model.queries[2:] == ["Can I take  with milk?"]

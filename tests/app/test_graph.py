@@ -250,6 +250,37 @@ def test_a_card_about_the_medicine_that_never_mentions_the_aspect_asked_is_refus
         assert "child" in reply.answer.lower()  # the card's sentence about children is quoted
 
 
+@pytest.mark.parametrize(
+    ("question", "closest", "lacks"),
+    [
+        ("What colour are warfarin tablets?", "card-warfarin-diet", ["what it looks like"]),
+        ("Com que cor vem a varfarina?", "card-warfarin-diet", ["what it looks like"]),
+        ("Can I take clopidogrel with food?", None, ["clopidogrel"]),  # whichever is first
+    ],
+)
+def test_a_refusal_names_the_closest_card_and_what_it_does_not_say(
+    shipped_index_dir: Path,
+    real_embeddings: Embeddings,
+    question: str,
+    closest: str,
+    lacks: list[str],
+) -> None:
+    from cardrag.ingest.settings import Settings
+
+    settings = Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL)
+    shipped = Context.from_index(
+        open_index(shipped_index_dir, real_embeddings), settings, real_embeddings
+    )
+    reply = answer(question, shipped)
+    assert reply.refused
+    assert reply.citations == []
+    assert reply.closest is not None
+    assert reply.closest_lacks == lacks
+    assert reply.closest.id == closest or closest is None
+    assert reply.refusal_reason is not None
+    assert lacks[0] in reply.refusal_reason
+
+
 def _card(card_id: str, score: float, language: str = "en") -> Document:
     return Document(id=card_id, page_content="x", metadata={"score": score, "language": language})
 

@@ -52,6 +52,7 @@ def test_ask_returns_the_structured_reply(client: TestClient) -> None:
     reply = response.json()
     assert reply["question"] == NARROW
     assert reply["answer"] == (
+        "Insulin that has been frozen must be thrown away, even after it thaws. "
         "The pen or vial you are using can stay at room temperature, below 25 to 30 degrees "
         "depending on the brand, for about four weeks. [cite:card-insulin-storage]"
     )
