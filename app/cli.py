@@ -13,23 +13,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tomllib
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
 
 from cardrag.app.context import Context, StaffAccessError, for_staff
 from cardrag.app.graph import QuestionError, answer, check_question, retrieved_card
 from cardrag.app.reply import Reply, RetrievedCard
 from cardrag.ingest import __main__ as ingest_main
+from cardrag.ingest.configuration import load_settings
 from cardrag.ingest.embeddings import UnknownModelError
 from cardrag.ingest.index import ModelMismatchError, StoreMissingError, StoreUnavailableError
 from cardrag.ingest.index.parents import redis_down
-from cardrag.ingest.problems import disk_full, settings_problem
+from cardrag.ingest.problems import disk_full
 from cardrag.ingest.settings import (
     ConfigurationError,
     Settings,
@@ -233,9 +231,9 @@ def run(argv: list[str] | None = None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        settings = Settings()
-    except (ValidationError, tomllib.TOMLDecodeError, SettingsError, SettingsFileError) as exc:
-        print(f"cardrag: {settings_problem(exc)}", file=sys.stderr)
+        settings = load_settings()
+    except (ConfigurationError, SettingsFileError) as exc:
+        print(f"cardrag: {exc}", file=sys.stderr)
         return 2
     for warning in unknown_variables():
         print(f"cardrag: warning: {warning}", file=sys.stderr)

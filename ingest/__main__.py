@@ -5,14 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
-
 from cardrag.ingest.cards import CardError
+from cardrag.ingest.configuration import load_settings
 from cardrag.ingest.embeddings import UnknownModelError
 from cardrag.ingest.index import (
     GenerationCountError,
@@ -23,8 +20,8 @@ from cardrag.ingest.index import (
 from cardrag.ingest.index.builder import plan_folder
 from cardrag.ingest.index.cache import Changes
 from cardrag.ingest.index.parents import redis_down
-from cardrag.ingest.problems import disk_full, settings_problem
-from cardrag.ingest.settings import Settings, SettingsFileError
+from cardrag.ingest.problems import disk_full
+from cardrag.ingest.settings import ConfigurationError, Settings, SettingsFileError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--break-lock", action="store_true", help=BREAK_LOCK_HELP)
     args = parser.parse_args(argv)
     try:
-        settings = Settings()
-    except (ValidationError, tomllib.TOMLDecodeError, SettingsError, SettingsFileError) as exc:
-        print(f"ingest failed, previous index untouched: {settings_problem(exc)}", file=sys.stderr)
+        settings = load_settings()
+    except (ConfigurationError, SettingsFileError) as exc:
+        print(f"ingest failed, previous index untouched: {exc}", file=sys.stderr)
         return 2
     return run(
         settings, args.cards, clean=args.clean, dry_run=args.dry_run, break_lock=args.break_lock

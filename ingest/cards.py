@@ -154,6 +154,30 @@ def card_metadata(card: Card) -> dict[str, Any]:
     }
 
 
+def yaml_problem(exc: yaml.YAMLError, front: str) -> tuple[str, str]:
+    r"""The field and one line of reason for a front matter YAML cannot read.
+
+    The line is the file's (the ``---`` line is line 1), where the broken value starts.
+
+    Example:
+        >>> try:
+        ...     yaml.safe_load("id: [unclosed\ntitle: x")
+        ... except yaml.YAMLError as exc:
+        ...     print(yaml_problem(exc, "id: [unclosed\ntitle: x"))
+        ('id', "line 2: malformed YAML (expected ',' or ']', but got ':')")
+    """
+    mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return "front matter", f"malformed YAML ({problem})"
+    lines = front.splitlines()
+    source = lines[mark.line] if mark.line < len(lines) else ""
+    key = re.match(r"\s*([\w-]+)\s*:", source)
+    return (
+        key.group(1) if key else "front matter"
+    ), f"line {mark.line + 2}: malformed YAML ({problem})"
+
+
 def parse_card(text: str, path: Path | str) -> Card:
     """Parse one card file's text.
 
@@ -174,7 +198,8 @@ def parse_card(text: str, path: Path | str) -> Card:
     try:
         front = yaml.load(match.group(1), Loader=_FrontMatterLoader)
     except yaml.YAMLError as exc:
-        raise CardError(path, "front matter", f"malformed YAML: {exc}") from exc
+        field, reason = yaml_problem(exc, match.group(1))
+        raise CardError(path, field, reason) from exc
     except RecursionError as exc:  # "[[[[..." thousands deep
         raise CardError(path, "front matter", "nested too deeply to be a card's fields") from exc
     if not isinstance(front, dict):

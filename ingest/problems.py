@@ -21,7 +21,7 @@ def settings_problem(exc: Exception) -> str:
         ...     Settings(k=0)
         ... except ValidationError as exc:
         ...     print(settings_problem(exc))
-        CARDRAG_K: Input should be greater than or equal to 1
+        CARDRAG_K=0: Input should be greater than or equal to 1
     """
     if isinstance(exc, SettingsFileError):
         return str(exc)
@@ -35,7 +35,8 @@ def settings_problem(exc: Exception) -> str:
         for error in exc.errors():
             where = ".".join(str(x) for x in error["loc"])
             name = f"CARDRAG_{where.upper()}" if where else "settings"
-            parts.append(f"{name}: {error['msg']}")
+            value = f"={error['input']}" if where and not isinstance(error["input"], dict) else ""
+            parts.append(f"{name}{value}: {error['msg']}")
         return "; ".join(parts)
     return f"settings file {settings_file()}: {exc}"
 

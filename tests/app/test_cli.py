@@ -118,11 +118,11 @@ def test_the_product_never_imports_its_evaluation_package() -> None:
 @pytest.mark.parametrize(
     ("variable", "value", "line"),
     [
-        ("CARDRAG_K", "0", "cardrag: CARDRAG_K: Input should be greater than or equal to 1\n"),
+        ("CARDRAG_K", "0", "cardrag: CARDRAG_K=0: Input should be greater than or equal to 1\n"),
         (
             "CARDRAG_THREADS",
             "0",
-            "cardrag: CARDRAG_THREADS: Input should be greater than or equal to 1\n",
+            "cardrag: CARDRAG_THREADS=0: Input should be greater than or equal to 1\n",
         ),
         (
             "CARDRAG_BM25_STEM_LANGUAGES",
@@ -133,8 +133,8 @@ def test_the_product_never_imports_its_evaluation_package() -> None:
         (
             "CARDRAG_BM25_STEM_LANGUAGES",
             '["xx"]',
-            "cardrag: CARDRAG_BM25_STEM_LANGUAGES: Value error, no stemmer for ['xx']; known: "
-            "['de', 'en', 'es', 'fr', 'it', 'pt']\n",
+            "cardrag: CARDRAG_BM25_STEM_LANGUAGES=['xx']: Value error, no stemmer for ['xx']; "
+            "known: ['de', 'en', 'es', 'fr', 'it', 'pt']\n",
         ),
         (
             "CARDRAG_SETTINGS_FILE",

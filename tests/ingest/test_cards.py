@@ -69,7 +69,7 @@ def test_parse_card_strips_byte_order_mark() -> None:
     ("text", "field", "problem"),
     [
         ("no front matter\n", "front matter", "missing"),
-        ("---\nid: [unclosed\n---\nbody\n", "front matter", "malformed YAML"),
+        ("---\nid: [unclosed\n---\nbody\n", "id", "line 2: malformed YAML"),
         ("---\n- a list\n---\nbody\n", "front matter", "must be a mapping"),
         (GOOD.replace("id: card-example\n", ""), "id", "missing"),
         (GOOD.replace("card-example", "Card Example"), "id", "not of the form"),

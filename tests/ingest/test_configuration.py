@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cardrag.app.cli import main as cardrag
+from cardrag.ingest.__main__ import main as ingest
+from cardrag.ingest.configuration import load_settings
+from cardrag.ingest.settings import ConfigurationError, Settings, SettingsFileError
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No CARDRAG_* variable from the shell, an empty store folder, no tuned settings file."""
+    for name in list(os.environ):
+        if name.startswith("CARDRAG_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no cardrag.toml here
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path / "store"))
+    return monkeypatch
+
+
+def _file(tmp_path: Path, data: bytes) -> str:
+    path = tmp_path / "settings.toml"
+    path.write_bytes(data)
+    return str(path)
+
+
+# each row of issue 50's "Why" that reached a traceback or passed silently
+ROWS = [
+    ("CARDRAG_SETTINGS_FILE", b'k = "\xff\xfe"\n', "not UTF-8 text (byte 5), expected a TOML file"),
+    ("CARDRAG_SETTINGS_FILE", bytes(range(256)), "not UTF-8 text (byte 128), expected a TOML file"),
+    ("CARDRAG_SETTINGS_FILE", b"k = [\n", "not TOML"),
+    (
+        "CARDRAG_SETTINGS_FILE",
+        b'embeding_model = "x"\n',
+        "embeding_model is not a setting (did you mean embedding_model?)",
+    ),
+    ("CARDRAG_K", "201", "CARDRAG_K=201: expected at most CARDRAG_MAX_FETCH (200)"),
+    ("CARDRAG_THREADS", "9" * 20, f"CARDRAG_THREADS={'9' * 20}: Input should be less than"),
+    ("CARDRAG_INGEST_THREADS", "9" * 20, "CARDRAG_INGEST_THREADS=" + "9" * 20),
+    ("CARDRAG_CHAT_MODEL", "openai-gpt-4o", "CARDRAG_CHAT_MODEL=openai-gpt-4o: expected provider"),
+    ("CARDRAG_CHAT_MODEL", "nosuch:model", "CARDRAG_CHAT_MODEL=nosuch:model: unknown provider"),
+    ("CARDRAG_STORE_DIR", "/etc/passwd", "CARDRAG_STORE_DIR=/etc/passwd is a file, not a folder"),
+    (
+        "CARDRAG_PARENT_STORE",
+        "redis:/127.0.0.1:6379/0",
+        "CARDRAG_PARENT_STORE=redis:/127.0.0.1:6379/0: expected redis://host:port/db",
+    ),
+    ("CARDRAG_LOCK_LEASE_SECONDS", "inf", "CARDRAG_LOCK_LEASE_SECONDS=inf: Input should be"),
+    ("CARDRAG_LOCK_LEASE_SECONDS", "nan", "CARDRAG_LOCK_LEASE_SECONDS=nan: Input should be"),
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), ROWS)
+@pytest.mark.parametrize("command", ["retrieve", "ingest --dry-run", "serve"])
+def test_a_bad_setting_is_one_line_and_exit_2_before_anything_opens(
+    clean_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str | bytes,
+    expected: str,
+    command: str,
+) -> None:
+    clean_env.setenv(variable, _file(tmp_path, value) if isinstance(value, bytes) else value)
+    if command == "retrieve":
+        code = cardrag(["retrieve", "Can I take ibuprofen with food?"])
+    elif command == "serve":  # before the server starts: it would block here
+        code = cardrag(["serve", "--port", "1"])
+    else:
+        code = ingest(["--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert expected in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "store").exists()  # nothing opened, nothing made
+
+
+def test_a_settings_file_that_is_a_folder_is_named(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clean_env.setenv("CARDRAG_SETTINGS_FILE", str(tmp_path))
+    with pytest.raises(ConfigurationError, match=r"is a folder, expected a TOML file$"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "-1", "0", "9" * 30, "inf", "-inf", "nan", "x", "é☃\u202e", "/", "/etc/passwd", "[]"],
+)
+def test_every_setting_takes_a_hostile_value_or_names_it_in_one_line(
+    clean_env: pytest.MonkeyPatch, value: str
+) -> None:
+    tried, refused = 0, set()
+    for field in Settings.model_fields:
+        variable = f"CARDRAG_{field.upper()}"
+        clean_env.setenv(variable, value)
+        try:
+            load_settings()
+        except (ConfigurationError, SettingsFileError) as exc:
+            message = str(exc)
+            assert "\n" not in message, (variable, message)
+            assert variable in message or "settings" in message, (variable, message)
+            refused.add(variable)
+        clean_env.delenv(variable)
+        tried += 1
+    assert tried == 37  # every setting
+    if value in ("-1", "0", "x"):
+        assert {"CARDRAG_K", "CARDRAG_THREADS", "CARDRAG_CHUNK_SIZE"} <= refused
+    if value == "9" * 30:
+        assert {"CARDRAG_K", "CARDRAG_THREADS", "CARDRAG_INGEST_THREADS"} <= refused
+    if value in ("inf", "nan"):
+        assert {"CARDRAG_LOCK_LEASE_SECONDS", "CARDRAG_K"} <= refused
+
+
+def test_good_values_still_load(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("CARDRAG_PARENT_STORE", "redis://127.0.0.1:6379/0")
+    clean_env.setenv("CARDRAG_K", "200")
+    settings = load_settings()
+    assert (settings.parent_store, settings.k) == ("redis://127.0.0.1:6379/0", 200)
+    clean_env.setenv("CARDRAG_PARENT_STORE", "memory")
+    assert load_settings().parent_store == "memory"
