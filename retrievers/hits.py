@@ -30,7 +30,8 @@ from cardrag.retrievers.scan import best_of_parents, nearest_ids, scores_of
 from cardrag.retrievers.similarity import (
     collection_space,
     cosine_similarities,
-    distance_to_similarity,
+    query_include,
+    query_scores,
 )
 
 logger = logging.getLogger(__name__)
@@ -230,10 +231,9 @@ class RowReader:
             query_embeddings=np.asarray([vector], dtype=np.float32),
             n_results=fetch,
             where=where,
-            include=["distances"],
+            include=query_include(vector),  # type: ignore[arg-type]
         )
-        ids, distances = found["ids"][0], (found["distances"] or [[]])[0]
-        scores = [distance_to_similarity(d, space) for d in distances]
+        ids, scores = found["ids"][0], query_scores(found, vector, space)
         return self._lean(store, ids, scores)
 
     def _lean(self, store: Chroma, ids: Sequence[str], scores: Sequence[float]) -> list[ChildHit]:

@@ -8,7 +8,10 @@ unit-length vectors:
 * ``l2``: squared L2, distance = 2 - 2 cos, so similarity = 1 - distance / 2.
 
 Every similarity is therefore the cosine of the angle between the question and the row, in
-[-1, 1], whatever space the collection declares.
+[-1, 1], whatever space the collection declares. Embeddings that are not unit length (a model
+that does not normalise, LangChain's ``DeterministicFakeEmbedding``) make those formulas wrong,
+so for a question that is not unit length the rows' own vectors are read with the query and the
+cosine is computed from them (:func:`query_include`, :func:`query_scores`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,37 @@ def distance_to_similarity(distance: float, space: str) -> float:
         return 1.0 - distance / 2.0
     msg = f"unknown distance space {space!r}; expected one of {', '.join(SPACES)}"
     raise ValueError(msg)
+
+
+UNIT_TOLERANCE = 1e-3
+"""How far from 1 a vector's length may be and still count as unit length (float32 rounding
+and int8 models stay far inside it; an unnormalised model is far outside it)."""
+
+
+def unit_length(vector: Sequence[float]) -> bool:
+    """Whether a vector is unit length (within :data:`UNIT_TOLERANCE`).
+
+    Example:
+        >>> unit_length([0.6, 0.8]), unit_length([3.0, 4.0])
+        (True, False)
+    """
+    return abs(float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) - 1.0) <= UNIT_TOLERANCE
+
+
+def query_include(vector: Sequence[float]) -> list[str]:
+    """What a Chroma query must return to score its rows as cosines: distances, or vectors."""
+    return ["distances"] if unit_length(vector) else ["distances", "embeddings"]
+
+
+def query_scores(found: Any, vector: Sequence[float], space: str) -> list[float]:
+    """The cosine similarity of each row of a Chroma query (``include`` of :func:`query_include`).
+
+    From the rows' vectors where the query returned them, else from the distances.
+    """
+    rows = found.get("embeddings")
+    if rows is not None and len(rows) and rows[0] is not None and len(rows[0]):
+        return cosine_similarities(vector, rows[0])
+    return [distance_to_similarity(d, space) for d in (found["distances"] or [[]])[0]]
 
 
 def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:

@@ -6,11 +6,13 @@ collections, rows read by id with their vectors). Every other ``VectorStore`` is
 child per parent, k distinct parents, fusion, the gate) is the same for both.
 
 Scores are similarities, higher is better. Where the store says which space it searches, it is
-the cosine similarity (for unit-length embeddings, as most models give):
+the cosine similarity of the question and the child, whatever the embeddings' length:
 
 * ``InMemoryVectorStore`` returns the cosine similarity itself;
 * FAISS (``langchain_community``) returns a squared L2 distance (cosine = 1 - d / 2) or, with
-  ``MAX_INNER_PRODUCT``, the inner product (the cosine);
+  ``MAX_INNER_PRODUCT``, the inner product (the cosine), for unit-length vectors; for others
+  the cosine is computed from the rows' vectors in the index;
+* Chroma, in any declared space, likewise (:mod:`cardrag.retrievers.similarity`);
 * any other store: LangChain's relevance score (``_select_relevance_score_fn``), the number
   ``search_type="similarity_score_threshold"`` compares, or its raw score where it has none.
 
@@ -37,7 +39,7 @@ from cardrag.retrievers.hits import (
     nearest,
     orphans,
 )
-from cardrag.retrievers.similarity import cosine_similarities
+from cardrag.retrievers.similarity import cosine_similarities, unit_length
 
 logger = logging.getLogger(__name__)
 
@@ -195,12 +197,23 @@ def _faiss(
     if options:
         options["fetch_k"] = max(20, 4 * fetch)
     pairs = store.similarity_search_with_score_by_vector(list(vector), k=fetch, **options)
+    if not unit_length(vector):  # the formulas below hold for unit vectors only
+        return list(zip((d for d, _ in pairs), _faiss_cosines(store, vector, pairs), strict=True))
     strategy = str(getattr(store.distance_strategy, "value", store.distance_strategy))
     if strategy == "EUCLIDEAN_DISTANCE":  # squared L2: 2 - 2 cos for unit vectors
         return [(d, 1.0 - float(s) / 2.0) for d, s in pairs]
     if strategy == "MAX_INNER_PRODUCT":
         return [(d, float(s)) for d, s in pairs]
     return [(d, relevance(store)(float(s))) for d, s in pairs]
+
+
+def _faiss_cosines(
+    store: Any, vector: Sequence[float], pairs: Sequence[tuple[Document, float]]
+) -> list[float]:
+    """The cosine of the question and each found row, from the row's vector in the index."""
+    position = {doc_id: i for i, doc_id in store.index_to_docstore_id.items()}
+    rows = [store.index.reconstruct(position[str(d.id)]) for d, _ in pairs]
+    return cosine_similarities(vector, rows) if rows else []
 
 
 def relevance(store: VectorStore) -> Callable[[float], float]:

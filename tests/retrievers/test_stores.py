@@ -69,3 +69,71 @@ def test_combine_filters_ands_callables_and_merges_dicts() -> None:
         combine_filters({"a": 1}, {"a": 2})
     with pytest.raises(ValueError, match="cannot combine a callable filter with a dict"):
         combine_filters({"a": 1}, lambda d: True)
+
+
+PARENTS = [
+    "Warfarin slows blood clotting.",
+    "Take iron tablets on an empty stomach.",
+    "Store insulin pens in the fridge.",
+]
+
+
+def _unnormalised_store(kind: str, embeddings: object) -> object:
+    import uuid
+
+    import faiss
+    from langchain_chroma import Chroma
+    from langchain_community.docstore.in_memory import InMemoryDocstore
+    from langchain_community.vectorstores import FAISS
+    from langchain_community.vectorstores.utils import DistanceStrategy
+
+    if kind.startswith("chroma"):
+        space = kind.split("-")[1]
+        return Chroma(
+            collection_name=f"scores_{uuid.uuid4().hex[:8]}",
+            embedding_function=embeddings,  # type: ignore[arg-type]
+            collection_metadata={"hnsw:space": space},
+        )
+    if kind == "memory":
+        return InMemoryVectorStore(embeddings)  # type: ignore[arg-type]
+    inner = kind == "faiss-ip"
+    return FAISS(
+        embedding_function=embeddings,  # type: ignore[arg-type]
+        index=(faiss.IndexFlatIP if inner else faiss.IndexFlatL2)(32),
+        docstore=InMemoryDocstore(),
+        index_to_docstore_id={},
+        distance_strategy=(
+            DistanceStrategy.MAX_INNER_PRODUCT if inner else DistanceStrategy.EUCLIDEAN_DISTANCE
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "kind", ["chroma-l2", "chroma-cosine", "chroma-ip", "memory", "faiss-l2", "faiss-ip"]
+)
+def test_unnormalised_embeddings_score_the_same_cosine_on_every_store(kind: str) -> None:
+    import numpy as np
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.stores import InMemoryStore
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from cardrag import ScoredParentDocumentRetriever
+
+    embeddings = DeterministicFakeEmbedding(size=32)  # normal draws: length about 5.7
+    question = "Can I keep my insulin in the fridge?"
+    q = np.asarray(embeddings.embed_query(question))
+    assert abs(np.linalg.norm(q) - 1.0) > 1.0
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=_unnormalised_store(kind, embeddings),
+        docstore=InMemoryStore(),
+        child_splitter=RecursiveCharacterTextSplitter(chunk_size=400),
+        search_kwargs={"k": 3},
+    )
+    retriever.add_documents([Document(p) for p in PARENTS])
+    found = retriever.invoke(question)
+    assert sorted(d.page_content for d in found) == sorted(PARENTS)
+    for doc in found:
+        row = np.asarray(embeddings.embed_query(doc.page_content))
+        cosine = float(q @ row / (np.linalg.norm(q) * np.linalg.norm(row)))
+        assert -1.0 <= doc.metadata["score"] <= 1.0
+        assert math.isclose(doc.metadata["score"], cosine, abs_tol=1e-6), (kind, doc.page_content)
