@@ -8,6 +8,9 @@ construction with the reason, never accepted and ignored (house style).
 
 from __future__ import annotations
 
+import difflib
+from typing import Any
+
 from langchain_chroma import Chroma
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_classic.retrievers.multi_vector import SearchType
@@ -15,14 +18,14 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.stores import ByteStore
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from cardrag.ingest.index import Collections
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import default
 from cardrag.ingest.splitter import CardSplitter
-from cardrag.retrievers.stores import StoreFilter
+from cardrag.retrievers.stores import StoreFilter, filter_problem
 
 SEARCH_KWARGS = ("k", "filter", "score_threshold")
 """The ``search_kwargs`` keys the retriever honours (``k`` parents, ``filter``, and the gate)."""
@@ -41,8 +44,8 @@ def field_problems(retriever: ScoredParentFields) -> list[str]:
         ...     ScoredParentDocumentRetriever(
         ...         vectorstore=store, docstore=InMemoryStore(), search_kwargs={"fetch_k": 20})
         ... except ValueError as exc:
-        ...     print(str(exc).splitlines()[1].strip()[:52])
-        Value error, search_kwargs ['fetch_k'] not supported
+        ...     print(str(exc)[:39])
+        search_kwargs ['fetch_k'] not supported
     """
     problems: list[str] = []
     if retriever.search_type == SearchType.mmr:
@@ -56,6 +59,14 @@ def field_problems(retriever: ScoredParentFields) -> list[str]:
             f"search_kwargs {unknown} not supported: the retriever takes {list(SEARCH_KWARGS)} "
             "(how many children it reads is fetch_multiplier and max_fetch)"
         )
+    asked_k = retriever.search_kwargs.get("k", 1)
+    if isinstance(asked_k, bool) or not isinstance(asked_k, int) or asked_k < 1:
+        problems.append(
+            f"search_kwargs['k'] ({asked_k!r}): expected a whole number of parents, at least 1"
+        )
+    for where in (retriever.filter, retriever.search_kwargs.get("filter")):
+        if problem := filter_problem(retriever.vectorstore, where):
+            problems.append(problem)
     given = retriever.model_fields_set
     for key, field in (("k", "k"), ("score_threshold", "min_similarity")):
         asked = retriever.search_kwargs.get(key)
@@ -82,6 +93,27 @@ def field_problems(retriever: ScoredParentFields) -> list[str]:
     if retriever.sentence_rows and not has_store:
         problems.append("sentence_rows needs their own collection (sentence_rows_store)")
     return problems
+
+
+def construction_problem(exc: ValidationError, name: str) -> str:
+    """One line for every field pydantic refused: the field, what it was given, what is wanted.
+
+    A misspelt field is named with the closest real one (``serach_kwargs``: did you mean
+    ``search_kwargs``?); a reason the retriever gave (:func:`field_problems`) stands as it is.
+    """
+    fields = sorted(ScoredParentFields.model_fields)
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(x) for x in error["loc"])
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(field, fields, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            parts.append(f"{field} is not a field of {name}{hint}")
+        elif error["type"] == "value_error" and not field:
+            parts.append(str(error["msg"]).removeprefix("Value error, "))
+        else:
+            parts.append(f"{field}={error['input']!r}: {error['msg']}" if field else error["msg"])
+    return "; ".join(parts)
 
 
 BM25_PREFIX = "cardrag-bm25/"
@@ -182,6 +214,13 @@ class ScoredParentFields(ParentDocumentRetriever):
     BM25; then the reads by id; then the matched rows and the docstore), on a small shared
     thread pool. False reads one after the other (one core per request, for a server that
     runs as many workers as cores)."""
+
+    def __init__(self, **data: Any) -> None:
+        """Validate the fields; a problem is a ``ValueError`` whose message names the field."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ValueError(construction_problem(exc, type(self).__name__)) from exc
 
     @model_validator(mode="after")
     def _check_fields(self) -> ScoredParentFields:

@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict
 
 from cardrag.ingest import documents as split
 from cardrag.ingest.index import Collections, delete_documents, upsert_documents
@@ -26,6 +27,8 @@ from cardrag.retrievers.fields import BM25_PREFIX, ScoredParentFields
 
 class IndexedParents(ScoredParentFields, DocumentIndex):
     """The retriever's write side: add, upsert, get and delete parents with their children."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is refused, not ignored
 
     def add_documents(
         self,

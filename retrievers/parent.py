@@ -64,6 +64,7 @@ from cardrag.retrievers.stores import (
     StoreFilter,
     StoreReader,
     combine_filters,
+    filter_problem,
     store_embeddings,
 )
 
@@ -329,10 +330,9 @@ class ScoredParentDocumentRetriever(IndexedParents):
 
     def _where(self, per_call: StoreFilter | None) -> StoreFilter | None:
         given = (self.filter, self.search_kwargs.get("filter"), per_call)
+        if problem := filter_problem(self.vectorstore, per_call):  # the others: at construction
+            raise ValueError(problem)
         if isinstance(self.vectorstore, Chroma):
-            if any(callable(f) for f in given):
-                msg = "Chroma takes a `where` dict as filter, not a callable"
-                raise ValueError(msg)
             return merge_filters(*(f for f in given if isinstance(f, dict)))
         return combine_filters(*given)
 

@@ -224,6 +224,33 @@ def relevance(store: VectorStore) -> Callable[[float], float]:
         return float
 
 
+def filter_problem(store: VectorStore, where: StoreFilter | None) -> str | None:
+    """Why a filter is not in the form ``store`` takes (None: it is, or no filter is given).
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=4))
+        >>> filter_problem(store, {"topic": "iron"})
+        'InMemoryVectorStore takes a callable as filter (Document -> bool), not a dict'
+        >>> filter_problem(store, lambda d: True) is None
+        True
+    """
+    if where is None:
+        return None
+    name = type(store).__name__
+    if isinstance(store, InMemoryVectorStore) and not callable(where):
+        return f"{name} takes a callable as filter (Document -> bool), not a {type(where).__name__}"
+    if name == "Chroma" and not isinstance(where, dict):
+        return f"Chroma takes a `where` dict as filter, not a {_kind(where)}"
+    if name == "FAISS" and not (isinstance(where, dict) or callable(where)):
+        return f"FAISS takes a dict or a callable as filter, not a {_kind(where)}"
+    return None
+
+
+def _kind(where: object) -> str:
+    return "callable" if callable(where) else type(where).__name__
+
+
 def combine_filters(*filters: StoreFilter | None) -> StoreFilter | None:
     """Filters in another store's form, all applied: callables and-ed, dicts merged.
 
