@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test test-fast ingest ingest-clean lint eval eval-shared bench serve notebook tune
+.PHONY: help .venv demo test test-fast ingest ingest-clean lint eval eval-shared bench bench-avx2 serve notebook tune
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -64,7 +64,10 @@ serve: .venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); i
 	$(PY) -m cardrag.app.cli serve --port $(or $(PORT),8000)
 
 bench: .venv ## latency vs the floor, /ask, ingest throughput, growth at 1k/10k/100k cards -> evals/bench.md (not in CI)
-	$(PY) -m cardrag.evals.bench
+	$(PY) -m cardrag.evals.bench $(ARGS)
+
+bench-avx2: .venv ## make bench with numpy's and OpenBLAS's AVX-512 kernels off (ARGS="--only lengths")
+	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell $(PY) -m cardrag.evals.bench $(ARGS)
 
 lint: .venv ## ruff and mypy
 	$(VENV)/bin/ruff check .

@@ -13,15 +13,39 @@ METRICS = ["recall@1", "recall@5", "mrr@10", "ndcg@10", "hit@5", "parents@5", "m
 
 
 def machine() -> str:
-    """A one-line description of this machine (CPU model, cores, Python)."""
-    model = "unknown CPU"
+    """A one-line description of this machine (CPU model, instruction set, cores, Python)."""
+    model, flags = "unknown CPU", ""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and model == "unknown CPU":
                 model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+            elif line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1]
+    isa = instruction_set(
+        set(flags.split()),
+        os.environ.get("NPY_DISABLE_CPU_FEATURES"),
+        os.environ.get("OPENBLAS_CORETYPE"),
+    )
+    return f"{model} ({isa}), {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def instruction_set(flags: set[str], disabled: str | None = None, blas: str | None = None) -> str:
+    """The widest x86 vector instructions a CPU offers, and what numpy was told not to use.
+
+    int8 and float kernels differ between AVX2 and AVX-512 machines (issue 51), so every
+    figure names which it was measured with; ``make bench-avx2`` turns numpy's AVX-512 kernels
+    off (``NPY_DISABLE_CPU_FEATURES``) and OpenBLAS's (``OPENBLAS_CORETYPE=Haswell``).
+
+    Example:
+        >>> instruction_set({"avx2", "avx512f"})
+        'AVX-512'
+        >>> instruction_set({"avx2", "avx512f"}, "X86_V4 AVX512_ICL", "Haswell")
+        'AVX-512 (numpy without X86_V4 AVX512_ICL, OpenBLAS as Haswell)'
+    """
+    widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    off = [f"numpy without {disabled}"] * bool(disabled) + [f"OpenBLAS as {blas}"] * bool(blas)
+    return f"{widest} ({', '.join(off)})" if off else widest
 
 
 def update_report(folder: Path, name: str, entry: dict[str, Any]) -> None:

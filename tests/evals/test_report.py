@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,22 @@ def test_the_markdown_is_the_same_whichever_section_ran_last(tmp_path: Path) -> 
     assert (tmp_path / "report.md").read_text(encoding="utf-8").startswith(fresh.rstrip("\n"))
 
 
+def test_the_instruction_set_is_the_widest_the_flags_name() -> None:
+    from cardrag.evals.report import instruction_set
+
+    assert instruction_set({"sse4_2", "avx2", "avx512f", "avx512bw"}) == "AVX-512"
+    assert instruction_set({"sse4_2", "avx2"}) == "AVX2"
+    assert instruction_set({"sse4_2"}) == "no AVX2"
+    assert instruction_set({"avx512f"}, "X86_V4 AVX512_ICL") == (
+        "AVX-512 (numpy without X86_V4 AVX512_ICL)"
+    )
+    assert instruction_set({"avx512f"}, None, "Haswell") == "AVX-512 (OpenBLAS as Haswell)"
+
+
 def test_the_machine_line_names_the_cores_and_python() -> None:
     import os
     import platform
 
     assert machine().endswith(f", {os.cpu_count()} cores, Python {platform.python_version()}")
+    if Path("/proc/cpuinfo").exists():  # Linux: the instruction set beside the CPU's name
+        assert re.search(r" \((AVX-512|AVX2|no AVX2)( \([^)]*\))?\), ", machine())
