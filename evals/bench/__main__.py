@@ -158,14 +158,27 @@ def growth_section(growth: list[dict[str, Any]]) -> list[str]:
     for g in growth:
         p50 = g["p50_ms"]
         lines.append(
-            f"| {g['cards']:,} | {g['rows']:,} | {g['build_s']} | {g['open_s']} | {g['ready_s']} "
+            f"| {g['cards']:,} | {rows_cell(g)} | {g['build_s']} | {g['open_s']} | {g['ready_s']} "
             f"| {g['worker_rss_mb']} | {p50['floor']} | {p50['card-atomic']} "
             f"| {p50['vanilla-pdr']} | {p50['ours']} | {g['p95_ms']['ours']} "
             f"| {p50['ours'] / p50['floor']:.1f}x |"
         )
     if growth:
-        lines += ["", GROWTH_NOTE]
+        lines += ["", GROWTH_NOTE, "", held_line(growth)]
     return lines
+
+
+def rows_cell(g: dict[str, Any]) -> str:
+    """A store's row count, marked when the store was reused rather than built in this run."""
+    return f"{g['rows']:,}" + (" (reused)" if g.get("reused") else "")
+
+
+def held_line(stores: list[dict[str, Any]]) -> str:
+    """What the stores of a table hold (growth.holds), so a reused one says what it measured."""
+    held = {json.dumps(g.get("holds"), sort_keys=True) for g in stores}
+    if held == {"null"}:
+        return "Stores: built before the bench recorded what they hold."
+    return "Stores hold (built with): " + "; ".join(sorted(held))
 
 
 LENGTH_SYSTEMS = ("floor", "vanilla-pdr", "children", "hybrid", "ours", "sentence-window")
@@ -189,10 +202,10 @@ def lengths_table(rows: list[dict[str, Any]]) -> list[str]:
         p50 = g["p50_ms"]
         cells = " | ".join(str(p50.get(s, "")) for s in LENGTH_SYSTEMS)
         lines.append(
-            f"| {g['chars']:,} | {g['cards']:,} | {g['rows']:,} | {cells} "
+            f"| {g['chars']:,} | {g['cards']:,} | {rows_cell(g)} | {cells} "
             f"| {p50['ours'] / p50['floor']:.1f}x | {g['p95_ms']['ours']} |"
         )
-    return lines
+    return [*lines, "", held_line(rows)]
 
 
 def where_measured(measured: dict[str, str]) -> list[str]:

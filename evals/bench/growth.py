@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -98,16 +99,39 @@ def built(store: Path) -> dict[str, Any] | None:
     return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
 
 
+def holds(config: Settings) -> dict[str, Any]:
+    """What a bench store holds that the settings decide: a store that holds otherwise is rebuilt.
+
+    The model, the chunking and the rankings written beside the children (issue 51: stores
+    built before sentence rows were shipped had a third of the rows, and measured the past).
+    """
+    return {
+        "model": MODEL,
+        "chunker": config.chunker,
+        "chunk_size": config.chunk_size,
+        "chunk_overlap": config.chunk_overlap,
+        "card_rows": config.uses_card_rows,
+        "sentence_rows": config.uses_sentence_rows,
+        "stemmed": sorted(config.bm25_stem_languages),
+    }
+
+
 def build(cards: int, store: Path, chars: int | None = None) -> dict[str, Any]:
     """Ingest ``cards`` synthetic cards into ``store`` (ours and card-atomic), unless there.
 
     ``chars``: parents of about that length (None: card-like); a sentence-window store is
-    built beside them then, to time that chunker on long parents too.
+    built beside them then, to time that chunker on long parents too. A store is reused only
+    when it holds that many cards of that length, built with the shipped settings
+    (:func:`holds`); any other is removed and built again.
     """
-    done = built(store)
-    if done is not None and done["cards"] == cards and done.get("chars") == chars:
-        return {**done, "reused": True}
     config = settings()
+    done = built(store)
+    same = done is not None and (done["cards"], done.get("chars")) == (cards, chars)
+    if done is not None and same and done.get("holds") == holds(config):
+        return {**done, "reused": True}
+    for name in (OURS, ATOMIC, WINDOWS, BUILT):  # what another size or settings left
+        path = store / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
     embeddings = HashedEmbeddings()
     extra = {"embedding_model": MODEL}
     deck = list(synthetic_cards(cards, chars=chars))
@@ -140,6 +164,7 @@ def build(cards: int, store: Path, chars: int | None = None) -> dict[str, Any]:
     done = {
         "cards": cards,
         "chars": chars,
+        "holds": holds(config),
         "rows": rows,
         "build_s": build_s,
         "build_peak_rss_mb": peak,

@@ -35,5 +35,46 @@ def test_long_parents_are_built_with_a_sentence_window_store_beside(
     assert growth.build(4, tmp_path, chars=3000)["reused"] is True
     assert "sentence-window" in growth.serve(tmp_path, rounds=1)["p50_ms"]
     assert growth.build(4, tmp_path)["reused"] is False  # another length: rebuilt
-    assert (tmp_path / growth.WINDOWS).is_dir()  # the long build's, left beside, and
-    assert "sentence-window" not in growth.serve(tmp_path, rounds=1)["p50_ms"]  # not timed
+    assert not (tmp_path / growth.WINDOWS).exists()  # the long build's removed with it
+    assert "sentence-window" not in growth.serve(tmp_path, rounds=1)["p50_ms"]
+
+
+def test_a_store_built_with_other_settings_is_rebuilt_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = growth.build(6, tmp_path)
+    assert first["holds"] == growth.holds(growth.settings())
+    assert (first["holds"]["card_rows"], first["holds"]["sentence_rows"]) == (True, True)
+    # a store from before sentence rows shipped: same size, other settings
+    monkeypatch.setattr(
+        growth,
+        "settings",
+        lambda **c: growth.Settings(
+            embedding_model=growth.MODEL, min_similarity=-1.0, sentence_rows=False, **c
+        ),
+    )
+    older = growth.build(6, tmp_path)
+    assert older["reused"] is False
+    assert older["holds"]["sentence_rows"] is False
+    assert older["rows"] < first["rows"]  # no sentence rows
+    assert growth.build(6, tmp_path)["reused"] is True  # the same settings again: kept
+
+
+def test_the_tables_mark_a_reused_store_and_say_what_the_stores_hold() -> None:
+    from cardrag.evals.bench.__main__ import held_line, lengths_table
+
+    row = {
+        "cards": 10,
+        "chars": 1000,
+        "rows": 55,
+        "reused": True,
+        "holds": {"model": "h", "sentence_rows": True},
+        "p50_ms": {"floor": 1.0, "ours": 2.0},
+        "p95_ms": {"ours": 3.0},
+    }
+    table = lengths_table([row])
+    assert table[5].startswith("| 1,000 | 10 | 55 (reused) | 1.0 |")
+    assert table[-1] == 'Stores hold (built with): {"model": "h", "sentence_rows": true}'
+    assert held_line([{**row, "holds": None}]) == (
+        "Stores: built before the bench recorded what they hold."
+    )
