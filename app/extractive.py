@@ -21,6 +21,7 @@ from cardrag.app.citations import neutralise
 from cardrag.app.glossary import unglossed
 from cardrag.app.reply import Draft
 from cardrag.app.terms import (
+    covers,
     medical,
     mentions,
     question_language,
@@ -76,8 +77,14 @@ class ExtractiveAnswerer:
         for rank, doc in enumerate(docs):
             card = MatchedCard.from_document(doc)
             lo, hi = card.prompt_range(budget)  # what a chat model would read of this card
+            # a medicine the card covers only as a member of a class it names (ciprofloxacin,
+            # "the fluoroquinolone family"): a sentence naming that class is about it
+            words = vocabulary(f"{card.title}\n{card.text}")
+            own = [t for t in asked if not mentions(t, words) and covers(t, words)]
             for pos, sentence in enumerate(split_sentences(neutralise(card.text[lo:hi]))):
-                if about_another_medicine(sentence, asked) or reads_like_instructions(sentence):
+                if about_another_medicine(sentence, asked, own):
+                    continue
+                if reads_like_instructions(sentence):
                     continue
                 candidates.append((rank, pos, str(doc.id), sentence))
         if not candidates:
@@ -201,13 +208,14 @@ def medicines_named(text: str) -> list[str]:
     return [t for t in salient_terms(text) if medical(t)]
 
 
-def about_another_medicine(sentence: str, asked: list[str]) -> bool:
+def about_another_medicine(sentence: str, asked: list[str], classed: Sequence[str] = ()) -> bool:
     """Whether a sentence names medicines, none of them one the question asks about.
 
     A question about one medicine is never answered with a sentence about another: "Can I
     take simvastatin at night?" may quote "Some statins, such as simvastatin, ..." but not a
     sentence that only speaks of atorvastatin. A question naming no medicine constrains
-    nothing.
+    nothing. ``classed``: the asked medicines the card covers as members of a class it names
+    (:func:`cardrag.app.terms.covers`), which a sentence naming that class is about.
 
     Example:
         >>> about_another_medicine("Atorvastatin can be taken at any time.", ["simvastatin"])
@@ -221,7 +229,9 @@ def about_another_medicine(sentence: str, asked: list[str]) -> bool:
     if not named:
         return False
     vocab = vocabulary(" ".join(named))
-    return not any(mentions(term, vocab) for term in asked)
+    return not any(mentions(term, vocab) for term in asked) and not any(
+        covers(term, vocab) for term in classed
+    )
 
 
 def split_sentences(text: str) -> list[str]:

@@ -45,6 +45,7 @@ from langchain_core.documents import Document
 
 from cardrag.app.aspects import asks_broadly, aspect_verdict
 from cardrag.app.calibration import Calibrations
+from cardrag.app.classes import tree_numbers
 from cardrag.app.extractive import split_sentences
 from cardrag.app.glossary import gloss_of, unglossed
 from cardrag.app.rivals import card_leads
@@ -289,6 +290,7 @@ class Grader:
 
     def __post_init__(self) -> None:
         medicine_names()  # read once a process now, not on the first question (about 0.7 s)
+        tree_numbers("")  # the classes' tree numbers likewise (about 1 s)
 
     def prefetch(self, question: str) -> None:
         """Embed beside retrieval the question without its names (grading and the answerer)."""

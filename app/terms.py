@@ -10,14 +10,12 @@ metronidazole, levotiroxina and levothyroxine are the same word.
 
 from __future__ import annotations
 
-import bz2
 import functools
-import importlib.util
-import pickle
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+
+from cardrag.app.classes import class_covers, medicine_dictionary
 
 LANGUAGES = ("en", "pt", "es", "it")
 """Languages our users ask in; salience and stop words cover all of them."""
@@ -172,19 +170,9 @@ def medicine_names() -> frozenset[str]:
     return frozenset(name_key(v) for v in variants if v.isalpha() and len(v) >= MIN_LENGTH)
 
 
-@functools.cache
 def medicine_variants() -> dict[str, list[str]]:
-    """The dictionary's every name (generic, brand, spelling), lower-cased, to its medicines.
-
-    ``drug-named-entity-recognition``'s own data, read from its pinned wheel once a process.
-    """
-    spec = importlib.util.find_spec("drug_named_entity_recognition")
-    if spec is None or not spec.submodule_search_locations:
-        msg = "grading needs its medicine names: pip install drug-named-entity-recognition"
-        raise ModuleNotFoundError(msg)
-    path = Path(next(iter(spec.submodule_search_locations))) / "drug_ner_dictionary.pkl.bz2"
-    with bz2.open(path, "rb") as f:
-        variants: dict[str, list[str]] = pickle.load(f)["drug_variant_to_canonical"]
+    """The dictionary's every name (generic, brand, spelling), lower-cased, to its medicines."""
+    variants: dict[str, list[str]] = medicine_dictionary()["drug_variant_to_canonical"]
     return variants
 
 
@@ -297,8 +285,18 @@ def missing_medical(
 
 
 def missing_terms(terms: Iterable[str], vocab: frozenset[str]) -> tuple[str, ...]:
-    """The terms a vocabulary does not mention, in order."""
-    return tuple(t for t in terms if not mentions(t, vocab))
+    """The terms a vocabulary does not mention, nor a class of (:func:`covers`), in order."""
+    return tuple(t for t in terms if not covers(t, vocab))
+
+
+def covers(term: str, vocab: frozenset[str]) -> bool:
+    """Whether a card mentions the term, or a class of it that the card speaks of as a class.
+
+    Example:
+        >>> covers("ciprofloxacin", vocabulary("Antibiotics in the fluoroquinolone family"))
+        True
+    """
+    return mentions(term, vocab) or class_covers(fold(term), vocab)
 
 
 def aspect_coverage(

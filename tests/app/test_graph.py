@@ -293,3 +293,28 @@ def test_the_across_language_gate_only_lowers_the_gate_for_a_card_in_another_lan
     assert ids(passing(docs, 0.825, 0.806, "en")) == ["a", "c"]  # an English question: c is across
     assert ids(passing(docs, 0.80, 0.9, "pt")) == ["a", "b", "c"]  # never raised: min(0.9, 0.8)
     assert ids(passing(docs, None, 0.806, "pt")) == ["a", "b", "c", "d"]  # no gate: none
+
+
+@pytest.mark.parametrize(
+    ("question", "card"),
+    [
+        ("Can ciprofloxacin hurt my tendons when I run?", "card-exercise-and-medicines"),
+        ("Can I take flucloxacillin with food?", None),  # the amoxicillin card is amoxicillin's
+    ],
+)
+def test_a_class_member_is_answered_by_a_card_that_speaks_of_its_class(
+    shipped_index_dir: Path, real_embeddings: Embeddings, question: str, card: str | None
+) -> None:
+    from cardrag.ingest.settings import Settings
+
+    settings = Settings(store_dir=shipped_index_dir, embedding_model=REAL_MODEL)
+    index = open_index(shipped_index_dir, real_embeddings)
+    reply = answer(question, Context.from_index(index, settings, real_embeddings))
+    if card is None:
+        assert reply.refused
+        assert reply.refusal_reason == "No card mentions flucloxacillin."
+    else:
+        assert [c.id for c in reply.citations] == [card]
+        assert "Some antibiotics in the fluoroquinolone family can rarely damage tendons." in (
+            reply.answer
+        )
