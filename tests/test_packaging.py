@@ -93,7 +93,7 @@ retriever = ScoredParentDocumentRetriever(
 retriever.add_documents(docs, ids=None)
 found = retriever.invoke("Rice is a grain grown in paddies.")
 settings = Settings()
-print(len(found), found[0].metadata["source"], found[0].metadata["score"])
+print(len(found), found[0].metadata["source"], round(found[0].metadata["score"], 6))
 print(settings.store_dir, len(list(settings.cards_dir.glob("*.md"))))
 """
 """The how-to, lean: LangChain's pieces and cardrag's retriever only (no model)."""
