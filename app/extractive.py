@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from cardrag.app.aspects import aspects_of, missing_aspects
 from cardrag.app.citations import neutralise
-from cardrag.app.glossary import unglossed
+from cardrag.app.glossary import unglossed, without_its_names
 from cardrag.app.reply import Draft
 from cardrag.app.terms import (
     covers,
@@ -27,7 +27,6 @@ from cardrag.app.terms import (
     question_language,
     salient_terms,
     vocabulary,
-    without_names,
 )
 from cardrag.app.vectors import Vectors, dot
 from cardrag.retrievers.matched import MatchedCard
@@ -133,7 +132,7 @@ class ExtractiveAnswerer:
         """
         assert self.vectors is not None
         whole = self.vectors.question(question)
-        masked = without_names(question, salient_terms(unglossed(question)))
+        masked = without_its_names(question)
         return [whole, whole if masked is None else self.vectors.question(masked)]
 
 

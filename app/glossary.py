@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cardrag.app.terms import question_language, words
+from cardrag.app.terms import question_language, salient_terms, without_names, words
 
 GLOSSARY_FILE = Path(__file__).with_name("glossary.toml")
 """The shipped patient vocabulary (pt, es, it to en)."""
@@ -45,6 +45,19 @@ def unglossed(text: str) -> str:
         'Posso esmagar um comprimido?'
     """
     return _GLOSS.sub("", text)
+
+
+def without_its_names(question: str) -> str | None:
+    """The question (glossed or not) without the medicine names it asks about; None: it has none.
+
+    One text for grading (which embeds it beside retrieval) and the extractive answerer, so the
+    second finds the first's vector kept.
+
+    Example:
+        >>> without_its_names("Posso tomar ibuprofeno com leite? (en: milk)")
+        'Posso tomar  com leite? (en: milk)'
+    """
+    return without_names(question, salient_terms(unglossed(question)))
 
 
 STEM_MIN = 5

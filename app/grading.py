@@ -47,7 +47,7 @@ from cardrag.app.aspects import asks_broadly, aspect_verdict
 from cardrag.app.calibration import Calibrations
 from cardrag.app.classes import tree_numbers
 from cardrag.app.extractive import split_sentences
-from cardrag.app.glossary import gloss_of, unglossed
+from cardrag.app.glossary import gloss_of, unglossed, without_its_names
 from cardrag.app.rivals import card_leads
 from cardrag.app.terms import (
     aspect_coverage,
@@ -60,7 +60,6 @@ from cardrag.app.terms import (
     salient_terms,
     text_language,
     vocabulary,
-    without_names,
     without_terms,
 )
 from cardrag.app.vectors import Vectors, dot
@@ -295,7 +294,7 @@ class Grader:
     def prefetch(self, question: str) -> None:
         """Embed beside retrieval the question without its names (grading and the answerer)."""
         if self.calibrations is not None:
-            masked = without_names(question, salient_terms(unglossed(question)))
+            masked = without_its_names(question)
             if masked is not None:
                 self.vectors.prefetch(masked)
 
