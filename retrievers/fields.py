@@ -9,9 +9,8 @@ construction with the reason, never accepted and ignored (house style).
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from langchain_chroma import Chroma
 from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_classic.retrievers.multi_vector import SearchType
 from langchain_core.documents import BaseDocumentCompressor
@@ -20,12 +19,17 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import Field, ValidationError, model_validator
 
-from cardrag.ingest.index import Collections
+from cardrag.ingest.index.layout import is_chroma
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import default
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.stores import StoreFilter, filter_problem
+
+if TYPE_CHECKING:
+    from langchain_chroma import Chroma
+
+    from cardrag.ingest.index.collections import Collections
 
 SEARCH_KWARGS = ("k", "filter", "score_threshold")
 """The ``search_kwargs`` keys the retriever honours (``k`` parents, ``filter``, and the gate)."""
@@ -75,7 +79,11 @@ def field_problems(retriever: ScoredParentFields) -> list[str]:
                 f"search_kwargs[{key!r}] ({asked!r}) and {field} "
                 f"({getattr(retriever, field)!r}) disagree: give one"
             )
-    if not isinstance(retriever.vectorstore, Chroma):
+    for field in ("card_rows_store", "restricted_store", "sentence_rows_store"):
+        store = getattr(retriever, field)
+        if store is not None and not is_chroma(store):
+            problems.append(f"{field} must be a Chroma collection, not {type(store).__name__}")
+    if not is_chroma(retriever.vectorstore):
         name = type(retriever.vectorstore).__name__
         # sentence_rows itself needs sentence_rows_store: checked below, for any store
         for field in ("card_rows", "card_rows_store", "restricted_store", "sentence_rows_store"):
@@ -130,15 +138,15 @@ class ScoredParentFields(ParentDocumentRetriever):
     vectorstore: VectorStore
     """The children's vector store: Chroma (the fast path: lean reads, whole-card rows, the
     restricted collection) or any other LangChain ``VectorStore``."""
-    card_rows_store: Chroma | None = None
-    """The whole-card rows' own collection (as ``cardrag ingest`` builds it); None: card rows,
-    if any, share ``vectorstore`` and a ``chunk_index`` filter tells the kinds apart."""
-    restricted_store: Chroma | None = None
-    """The restricted cards' own collection, searched only with ``allow_restricted``; None:
+    card_rows_store: VectorStore | None = None
+    """The whole-card rows' own Chroma collection (as ``cardrag ingest`` builds it); None: card
+    rows, if any, share ``vectorstore`` and a ``chunk_index`` filter tells the kinds apart."""
+    restricted_store: VectorStore | None = None
+    """The restricted cards' own Chroma collection, searched only with ``allow_restricted``; None:
     their rows share the other collections and a ``sensitivity`` filter in the query excludes
     them."""
-    sentence_rows_store: Chroma | None = None
-    """The sentence rows' own collection (as ``cardrag ingest`` builds it); None: no sentence
+    sentence_rows_store: VectorStore | None = None
+    """The sentence rows' own Chroma collection (as ``cardrag ingest`` builds it); None: no sentence
     rows are written or read."""
     child_splitter: TextSplitter = Field(default_factory=CardSplitter)
     """Splits parents into children on ``add_documents`` (any ``TextSplitter``; the default
@@ -241,7 +249,7 @@ class ScoredParentFields(ParentDocumentRetriever):
             saved = BM25Index.load_from(self.bm25_store, BM25_PREFIX)
             if saved is not None:
                 return saved
-        if isinstance(self.vectorstore, Chroma):
+        if is_chroma(self.vectorstore):
             return BM25Index.from_collections(
                 self.collections.with_children(), id_key=self.id_key, keep_texts=True
             )
@@ -270,9 +278,10 @@ class ScoredParentFields(ParentDocumentRetriever):
         Raises:
             TypeError: when the vector store is not Chroma.
         """
-        if not isinstance(self.vectorstore, Chroma):
+        if not is_chroma(self.vectorstore):
             msg = f"{type(self.vectorstore).__name__} is not Chroma: it has no collections"
             raise TypeError(msg)
-        return Collections(
-            self.vectorstore, self.card_rows_store, self.restricted_store, self.sentence_rows_store
-        )
+        from cardrag.ingest.index.collections import Collections  # the `chroma` extra
+
+        others = (self.card_rows_store, self.restricted_store, self.sentence_rows_store)
+        return Collections(self.vectorstore, *(cast("Chroma | None", store) for store in others))

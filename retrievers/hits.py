@@ -18,13 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from langchain_chroma import Chroma
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.collections import Collections, RowKind, Where
+from cardrag.ingest.index.layout import RowKind, Where
 from cardrag.ingest.index.vectors import RowVectors
 from cardrag.retrievers.scan import best_of_parents, nearest_ids, scores_of
 from cardrag.retrievers.similarity import (
@@ -33,6 +32,11 @@ from cardrag.retrievers.similarity import (
     query_include,
     query_scores,
 )
+
+if TYPE_CHECKING:  # Chroma is the `chroma` extra: a RowReader exists only where it is
+    from langchain_chroma import Chroma
+
+    from cardrag.ingest.index.collections import Collections
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.indexing.base import DeleteResponse, DocumentIndex, UpsertResponse
 from langchain_core.runnables.config import run_in_executor
@@ -20,9 +19,13 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict
 
 from cardrag.ingest import documents as split
-from cardrag.ingest.index import Collections, delete_documents, upsert_documents
+from cardrag.ingest.index.layout import is_chroma
+from cardrag.ingest.index.rows import delete_documents, upsert_documents
 from cardrag.ingest.lexical import BM25Index
 from cardrag.retrievers.fields import BM25_PREFIX, ScoredParentFields
+
+if TYPE_CHECKING:
+    from cardrag.ingest.index.collections import Collections
 
 
 class IndexedParents(ScoredParentFields, DocumentIndex):
@@ -159,7 +162,7 @@ class IndexedParents(ScoredParentFields, DocumentIndex):
         if self.bm25.texts is not None:
             rows = [(str(d.id), d.page_content, d.metadata) for d in written]
             self.bm25 = self.bm25.updated(removed, rows, id_key=self.id_key)
-        elif isinstance(self.vectorstore, Chroma):  # an ingest's index: rebuilt from its rows
+        elif is_chroma(self.vectorstore):  # an ingest's index: rebuilt from its rows
             self.bm25 = BM25Index.from_collections(
                 self.collections.with_children(), stemmed=self.bm25.stemmed, id_key=self.id_key
             )
@@ -169,4 +172,4 @@ class IndexedParents(ScoredParentFields, DocumentIndex):
     @property
     def _target(self) -> VectorStore | Collections:
         """Where children are written: the index's collections (Chroma), or the store."""
-        return self.collections if isinstance(self.vectorstore, Chroma) else self.vectorstore
+        return self.collections if is_chroma(self.vectorstore) else self.vectorstore

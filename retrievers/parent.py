@@ -19,9 +19,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_chroma import Chroma
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -30,8 +29,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index import Collections, Index
-from cardrag.ingest.index.collections import RowKind, merge_filters
+from cardrag.ingest.index.layout import RowKind, is_chroma, merge_filters
 from cardrag.ingest.index.manifest import ranked_rows
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
@@ -67,6 +65,10 @@ from cardrag.retrievers.stores import (
     filter_problem,
     store_embeddings,
 )
+
+if TYPE_CHECKING:
+    from cardrag.ingest.index import Index
+    from cardrag.ingest.index.collections import Collections
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +185,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         vector = self._embeddings.embed_query(query)
         rows = self._reader(query)
         # another store's filter cannot be applied to BM25's candidates: dense only then
-        lexical_on = isinstance(self.vectorstore, Chroma) or where is None
+        lexical_on = is_chroma(self.vectorstore) or where is None
         # sentence rows, as BM25, abstain for a question surely in a language no card is in
         sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
         weights = self._weights(query)  # the question's, whatever the window
@@ -279,7 +281,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
 
     def _reader(self, query: str) -> Reader:
         """What this retriever reads for one question: Chroma's rows, or any store's."""
-        if isinstance(self.vectorstore, Chroma):
+        if is_chroma(self.vectorstore):
             return self.rows
         return StoreReader(self.vectorstore, self._embeddings, self.id_key, query)
 
@@ -332,7 +334,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         given = (self.filter, self.search_kwargs.get("filter"), per_call)
         if problem := filter_problem(self.vectorstore, per_call):  # the others: at construction
             raise ValueError(problem)
-        if isinstance(self.vectorstore, Chroma):
+        if is_chroma(self.vectorstore):
             return merge_filters(*(f for f in given if isinstance(f, dict)))
         return combine_filters(*given)
 

@@ -32,7 +32,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from cardrag.ingest.index.collections import RowKind
+from cardrag.ingest.index.layout import RowKind, is_chroma
 from cardrag.retrievers.hits import (
     ChildHit,
     best_hits,
@@ -240,7 +240,7 @@ def filter_problem(store: VectorStore, where: StoreFilter | None) -> str | None:
     name = type(store).__name__
     if isinstance(store, InMemoryVectorStore) and not callable(where):
         return f"{name} takes a callable as filter (Document -> bool), not a {type(where).__name__}"
-    if name == "Chroma" and not isinstance(where, dict):
+    if is_chroma(store) and not isinstance(where, dict):
         return f"Chroma takes a `where` dict as filter, not a {_kind(where)}"
     if name == "FAISS" and not (isinstance(where, dict) or callable(where)):
         return f"FAISS takes a dict or a callable as filter, not a {_kind(where)}"

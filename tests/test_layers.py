@@ -17,8 +17,10 @@ ALLOWED_FROM_INGEST = frozenset(
     {
         "cardrag.ingest.documents",  # the write path: a user's documents into parents
         "cardrag.ingest.splitter",
-        "cardrag.ingest.index",  # the write path (rows), and opening a generation
+        "cardrag.ingest.index",  # opening a generation
+        "cardrag.ingest.index.rows",  # the write path
         "cardrag.ingest.index.collections",  # the row plan both sides share
+        "cardrag.ingest.index.layout",  # the kinds of row and their filters (no Chroma)
         "cardrag.ingest.index.vectors",  # the saved vectors' format
         "cardrag.ingest.index.manifest",  # what a generation says of itself: its rankings
         "cardrag.ingest.lexical",  # BM25's index format

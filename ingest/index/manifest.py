@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from cardrag.ingest.index.collections import DISTANCE_SPACE, KINDS
+from cardrag.ingest.index.layout import DISTANCE_SPACE, KINDS
 from cardrag.ingest.index.parents import PARENT_FORMAT_VERSION
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings

@@ -21,13 +21,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
-from cardrag.ingest.index.collections import (
-    COLLECTION_NAME,
-    KINDS,
-    Collections,
-    http_client,
-    open_collections,
-)
+from cardrag.ingest.index.collections import Collections, http_client, open_collections
 from cardrag.ingest.index.generations import (
     GenerationCountError,
     StoreLockedError,
@@ -35,6 +29,7 @@ from cardrag.ingest.index.generations import (
     check_counts,
     new_generation,
 )
+from cardrag.ingest.index.layout import COLLECTION_NAME, KINDS
 from cardrag.ingest.index.parents import (
     count_parents,
     drop_generation_files,

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from chromadb.api.types import Where
-from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from langchain_core.vectorstores import VectorStore
@@ -21,7 +19,10 @@ from langchain_text_splitters import TextSplitter
 from tqdm.auto import tqdm
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.collections import Collections
+from cardrag.ingest.index.layout import Where, is_chroma
+
+if TYPE_CHECKING:
+    from cardrag.ingest.index.collections import Collections
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def upsert_documents(
     }
     for store in stores.all():
         # a store other than Chroma may refuse an id it holds (FAISS): its rows go first
-        if not isinstance(store, Chroma) and held[id(store)]:
+        if not is_chroma(store) and held[id(store)]:
             store.delete(ids=sorted(held[id(store)]))
             stale[id(store)] = set()
     batches = range(0, len(children), WRITE_BATCH)
@@ -123,7 +124,7 @@ def existing_child_ids(
     uuid rows included); any other store is probed by id for ``{parent}::card`` and
     ``{parent}::00``, ``::01``, ... until a parent's run of ids ends (:func:`probe_child_ids`).
     """
-    if not isinstance(vectorstore, Chroma):
+    if not is_chroma(vectorstore):
         return probe_child_ids(vectorstore, parent_ids)
     found: list[str] = []
     for start in range(0, len(parent_ids), WRITE_BATCH):
@@ -180,9 +181,9 @@ class Layout:
     @classmethod
     def of(cls, target: VectorStore | Collections) -> Layout:
         """The layout of a write target."""
-        if isinstance(target, Collections):
-            return cls(target, target.children)
-        return cls(None, target)
+        if isinstance(target, VectorStore):
+            return cls(None, target)
+        return cls(target, target.children)
 
     def route(self, metadata: dict[str, object]) -> VectorStore:
         """The store a row with this metadata belongs in."""

@@ -24,7 +24,7 @@ from cardrag.ingest.index import (
     open_index,
     open_vectorstore,
 )
-from cardrag.ingest.index.collections import NOT_RESTRICTED
+from cardrag.ingest.index.layout import NOT_RESTRICTED
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter

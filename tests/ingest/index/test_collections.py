@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from cardrag.ingest.index.collections import merge_filters
+from cardrag.ingest.index.layout import merge_filters
 
 
 def test_merge_filters() -> None:
