@@ -194,6 +194,14 @@ class ScoredParentFields(ParentDocumentRetriever):
     (:mod:`cardrag.ingest.index.vectors`): the rows of parents only BM25 found are scored from
     them instead of read from Chroma (the same scores, a fraction of the cost for long parents).
     Set by :meth:`from_index`; dropped by any write through the retriever."""
+    max_parent_chars: int | None = Field(default=None, ge=1)
+    """Each returned parent cut to a window of at most this many characters around its matched
+    child, on sentence or word edges (the window's offsets in ``budget_start_index`` and
+    ``budget_end_index``, :mod:`cardrag.retrievers.budget`). None: whole parents, as
+    ``ParentDocumentRetriever`` returns them."""
+    max_context_chars: int | None = Field(default=None, ge=1)
+    """All returned parents together at most this many characters: the lowest-ranked parents
+    are cut first, then dropped, never a higher one for a lower. None: no limit."""
     dense_weight: float = Field(default=default("dense_weight"), ge=0)
     """RRF weight of the dense best-child ranking."""
     card_weight: float = Field(default=default("card_weight"), ge=0)

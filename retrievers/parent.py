@@ -37,6 +37,7 @@ from cardrag.retrievers.bm25 import known_share
 from cardrag.retrievers.bm25 import reads as bm25_reads
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
 from cardrag.retrievers.bm25 import search as bm25_search
+from cardrag.retrievers.budget import budgeted
 from cardrag.retrievers.candidates import (
     best_rows,
     card_rows_of,
@@ -318,10 +319,11 @@ class ScoredParentDocumentRetriever(IndexedParents):
     ) -> list[Document]:
         """The returned documents, with their matched rows' text and metadata read (one read)."""
         best = rows.complete([hit.best for hit, _ in chosen])
-        return [
+        docs = [
             parent_document(replace(hit, best=b), record)
             for (hit, record), b in zip(chosen, best, strict=True)
         ]
+        return budgeted(docs, self.max_parent_chars, self.max_context_chars)
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
         return self.similarity_gate if isinstance(per_call, _Gate) else per_call
