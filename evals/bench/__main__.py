@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cardrag.evals.bench.api import grading_cost
+from cardrag.evals.bench.dropin import dropin, dropin_section
 from cardrag.evals.bench.growth import LENGTHS, run_sizes
 from cardrag.evals.bench.ingest import cold, thousand, throughput
 from cardrag.evals.bench.latency import latency
@@ -29,7 +30,7 @@ from cardrag.ingest.settings import Settings
 OUT = Path(__file__).resolve().parent.parent / "bench.md"
 RAW = Path(__file__).resolve().parent.parent / "bench.json"
 """The measurements behind bench.md (each section kept until it is re-run)."""
-SECTIONS = ("latency", "api", "ingest", "reingest", "growth", "lengths")
+SECTIONS = ("latency", "api", "ingest", "reingest", "growth", "lengths", "dropin")
 
 
 def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
@@ -40,6 +41,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         *ingest_section(sections.get("ingest", {}), sections.get("reingest", {})),
         *growth_section(sections.get("growth", [])),
         *lengths_table(sections.get("lengths", [])),
+        *dropin_section(sections.get("dropin", {})),
     ]
     return "\n".join(lines) + "\n"
 
@@ -313,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
             print("lengths ...", flush=True)
             lengths = [s for s in LENGTHS if not args.quick or s[1] <= 1_000]
             save("lengths", run_sizes(lengths, 1, args.growth_stores))
+        if "dropin" in todo:
+            print("dropin ...", flush=True)
+            save("dropin", dropin(rounds))
     header = {
         "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
