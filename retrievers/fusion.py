@@ -123,10 +123,12 @@ def rank_parents(
         >>> [p.parent_id for p in rank_parents(hits, lexical, c=1)]  # the dense lead: 11 %
         ['a', 'b']
     """
-    rows = list(hits)
-    children = best_per_parent(h for h in rows if h.kind == "child")
-    cards = best_per_parent(h for h in rows if h.kind == "card")
-    sentences = best_per_parent(h for h in rows if h.kind == "sentence")
+    kinds: dict[str, list[ChildHit]] = {"child": [], "card": [], "sentence": []}
+    for row in hits:  # each row's kind read once (a question ranks a few hundred rows)
+        kinds[row.kind].append(row)
+    children = best_per_parent(kinds["child"])
+    cards = best_per_parent(kinds["card"])
+    sentences = best_per_parent(kinds["sentence"])
     score: dict[str, float] = {}
     best: dict[str, ChildHit] = {}
     for hit in [*cards, *children]:  # a real child wins provenance over the card row
