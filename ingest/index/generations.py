@@ -16,7 +16,8 @@ One protocol, :class:`Generations`, with two implementations:
                               generation without one is incomplete
 
 * :class:`~cardrag.ingest.index.remote.RemoteGenerations`, a Chroma server every worker reaches
-  (``CARDRAG_CHROMA_URL``): collections ``{namespace}-{kind}-{generation}``, parents in the
+  (``CARDRAG_CHROMA_URL``): collections ``{namespace}-{kind}-{generation}`` and the
+  generation's record ``{namespace}-record-{generation}`` (:mod:`.record`), parents in the
   parent store under ``{namespace}:{generation}``, and a pointer, the metadata of the collection
   ``{namespace}-current`` (generation and manifest; one Chroma call, applied atomically).
   The writer's lock is the collection ``{namespace}-lock`` (creating an existing collection
@@ -27,7 +28,9 @@ One protocol, :class:`Generations`, with two implementations:
 One writer at a time: :meth:`Generations.lock` is held for a whole ingest, so garbage
 collection (:func:`collect`, run under the lock) can only ever meet complete
 generations and the leftovers of a writer that died; it never removes a generation another
-ingest is building. :meth:`Generations.swap` refuses a generation whose row and record counts
+ingest is building. Each generation's record (the marker file of a folder) is written before
+any of its pieces and removed after all of them, so a writer killed at any moment leaves
+nothing a later collection does not find. :meth:`Generations.swap` refuses a generation whose row and record counts
 differ from its manifest.
 """
 
@@ -180,3 +183,29 @@ def collect(generations: Generations, keep: Collection[str]) -> list[str]:
     for generation in dropped:
         generations.drop(generation)
     return dropped
+
+
+def lease_expired(held: dict[str, Any], now: float) -> bool:
+    """Whether a lock's lease has ended (a lock written before leases never expires here).
+
+    Example:
+        >>> lease_expired({"expires": 100.0}, 101.0), lease_expired({"expires": 100.0}, 99.0)
+        (True, False)
+    """
+    expires = held.get("expires")
+    return isinstance(expires, int | float) and expires < now
+
+
+def describe(held: dict[str, Any]) -> str:
+    """A lock's holder in words.
+
+    Example:
+        >>> describe({"pid": 7, "host": "w1", "since": "2026-12-01T10:00:00+00:00"})
+        'pid 7 on w1, since 2026-12-01T10:00:00+00:00'
+    """
+    return f"pid {held.get('pid', '?')} on {held.get('host', '?')}, since {held.get('since', '?')}"
+
+
+def now_iso() -> str:
+    """Now, UTC, to the second (ISO 8601)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

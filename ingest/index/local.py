@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
 import time
@@ -38,7 +39,10 @@ from cardrag.ingest.index.generations import (
     new_generation,
 )
 from cardrag.ingest.index.parents import count_parents, drop_parent_store, parent_store
+from cardrag.ingest.index.record import GenerationRecord, Piece, local_record, store_of
 from cardrag.ingest.lexical import BM25Index
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,7 +62,8 @@ class LocalGenerations:
         """A fresh generation folder, marked as cardrag's before anything else is written."""
         generation = new_generation()
         self.path(generation).mkdir(parents=True)
-        (self.path(generation) / MARKER).write_text(f"{generation}\n", encoding="utf-8")
+        record = json.dumps(local_record(generation, self.parent_spec).to_metadata())
+        (self.path(generation) / MARKER).write_text(f"{generation}\n{record}\n", encoding="utf-8")
         return generation
 
     def collections(self, generation: str, embeddings: Embeddings) -> Collections:
@@ -130,10 +135,46 @@ class LocalGenerations:
         return previous
 
     def drop(self, generation: str) -> None:
-        """Remove the generation's folder and its parents."""
+        """Remove what the record lists, the folder's files, then the record (the marker) last.
+
+        A crash at any moment leaves the marker, so the folder is still listed and collected.
+        Parents in another store than the one configured now are left, with the marker.
+        """
         path = self.path(generation)
-        shutil.rmtree(path, ignore_errors=True)
-        drop_parent_store(self.parent_spec, generation, path / "parents")
+        lines = (path / MARKER).read_text(encoding="utf-8").splitlines() if ours(path) else []
+        record = (
+            GenerationRecord.from_metadata(json.loads(lines[1]))
+            if len(lines) > 1
+            else local_record(generation, self.parent_spec)  # a marker from before records
+        )
+        kept = [p for p in record.pieces if not self._remove(generation, path, p)]
+        for entry in path.iterdir() if path.is_dir() else ():
+            if entry.name == MARKER:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        if kept:
+            logger.warning(
+                "generation %s keeps its parents in %s (this ingest's parent store is %s)",
+                generation, kept[0].where, store_of(self.parent_spec),
+            )  # fmt: skip
+            return
+        (path / MARKER).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+    def _remove(self, generation: str, path: Path, piece: Piece) -> bool:
+        """Remove one piece outside the folder; False when it is in another store."""
+        if piece.kind == "leases":
+            for lease in (self.store_dir / LEASES).glob(f"*@{generation}"):
+                lease.unlink(missing_ok=True)
+        elif piece.where != store_of(self.parent_spec):
+            return False
+        else:
+            drop_parent_store(self.parent_spec, generation, path / "parents")
+        return True
 
     def generations(self) -> list[str]:
         """Every generation folder cardrag made, oldest first (:func:`ours`)."""
@@ -212,7 +253,8 @@ def ours(folder: Path) -> bool:
         return False
     marker = folder / MARKER
     if marker.is_file():
-        return marker.read_text(encoding="utf-8").strip() == folder.name
+        lines = marker.read_text(encoding="utf-8").splitlines()
+        return bool(lines) and lines[0].strip() == folder.name
     manifest = folder / MANIFEST
     if not manifest.is_file():
         return False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -27,7 +26,10 @@ from cardrag.ingest.index.generations import (
     StoreLockedError,
     StoreMissingError,
     check_counts,
+    describe,
+    lease_expired,
     new_generation,
+    now_iso,
 )
 from cardrag.ingest.index.layout import COLLECTION_NAME, KINDS
 from cardrag.ingest.index.parents import (
@@ -37,6 +39,7 @@ from cardrag.ingest.index.parents import (
     generation_files,
     parent_store,
 )
+from cardrag.ingest.index.record import RECORD, GenerationRecord, Piece, remote_record, store_of
 from cardrag.ingest.lexical import BM25Index
 
 logger = logging.getLogger(__name__)
@@ -75,8 +78,16 @@ class RemoteGenerations:
         return self.store_dir / "parents" / generation
 
     def new(self) -> str:
-        """A fresh generation name (its collections are made when first opened)."""
-        return new_generation()
+        """A fresh generation, its record written before any of its pieces (:mod:`.record`)."""
+        generation = new_generation()
+        record = remote_record(self.namespace, generation, self.parent_spec)
+        http_client(self.url).create_collection(
+            self._record_name(generation), metadata=record.to_metadata()
+        )
+        return generation
+
+    def _record_name(self, generation: str) -> str:
+        return f"{self.namespace}-{RECORD}-{generation}"
 
     def collections(self, generation: str, embeddings: Embeddings) -> Collections:
         """``{namespace}-{kind}-{generation}`` for each kind."""
@@ -162,24 +173,65 @@ class RemoteGenerations:
         return previous if isinstance(previous, str) else None
 
     def drop(self, generation: str) -> None:
-        """Delete the generation's collections and parents."""
+        """Remove every piece its record lists, then the record (last: a crash leaves it).
+
+        A generation written before records existed has the pieces of :func:`remote_record`.
+        Parents in another store than the one configured now are left, with the record, and
+        named in a warning.
+        """
         client = http_client(self.url)
-        for kind in KINDS:
-            name = f"{self.namespace}-{kind}-{generation}"
-            try:
-                client.delete_collection(name)
-            except Exception:
-                logger.debug("collection %s already gone", name)
-        drop_parent_store(self.parent_spec, generation, self.path(generation), self.namespace)
-        drop_generation_files(
-            self.parent_spec, generation, self.files_path(generation), self.namespace
-        )
+        try:
+            meta = client.get_collection(self._record_name(generation)).metadata or {}
+            record = GenerationRecord.from_metadata(dict(meta))
+        except Exception:  # no record: a generation written before records
+            record = remote_record(self.namespace, generation, self.parent_spec)
+        kept = [p for p in record.pieces if not self._remove(client, generation, p)]
         self._manifests.pop(generation, None)
+        if kept:
+            logger.warning(
+                "generation %s keeps its %s in %s (this ingest's parent store is %s)",
+                generation, " and ".join(p.kind for p in kept), kept[0].where,
+                store_of(self.parent_spec),
+            )  # fmt: skip
+            return
+        with contextlib.suppress(Exception):
+            client.delete_collection(self._record_name(generation))
+
+    def _remove(self, client: Any, generation: str, piece: Piece) -> bool:
+        """Remove one piece (already gone is removed); False when it is in another store."""
+        if piece.kind == "collection":
+            with contextlib.suppress(Exception):  # already gone
+                client.delete_collection(piece.name)
+        elif piece.kind == "leases":
+            for name in [c.name for c in client.list_collections()]:
+                if name.startswith(piece.name):
+                    with contextlib.suppress(Exception):
+                        client.delete_collection(name)
+        elif piece.where != store_of(self.parent_spec):
+            return False
+        elif piece.kind == "parents":
+            drop_parent_store(self.parent_spec, generation, self.path(generation), self.namespace)
+        else:
+            drop_generation_files(
+                self.parent_spec, generation, self.files_path(generation), self.namespace
+            )
+        return True
 
     def generations(self) -> list[str]:
-        """Every generation with a children collection on the server, oldest first."""
-        names = [c.name for c in http_client(self.url).list_collections()]
-        return sorted(n.removeprefix(self.prefix) for n in names if n.startswith(self.prefix))
+        """Every generation with a record or any piece on the server, oldest first.
+
+        A generation is listed by its record, by any of its collections (a generation written
+        before records, or a crash in one's collection), or by a lease on it.
+        """
+        found: set[str] = set()
+        for collection in http_client(self.url).list_collections():
+            name = collection.name
+            for kind in (RECORD, *KINDS):
+                if name.startswith(f"{self.namespace}-{kind}-index-"):
+                    found.add(name.removeprefix(f"{self.namespace}-{kind}-"))
+            if name.startswith(f"{self.namespace}-lease-"):
+                found.add(str((collection.metadata or {}).get("generation")))
+        return sorted(found)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -265,7 +317,7 @@ class RemoteGenerations:
         return {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "since": _now(),
+            "since": now_iso(),
             "owner": owner,
             "expires": time.time() + self.lease_seconds,
         }
@@ -282,28 +334,3 @@ class RemoteGenerations:
                 lock.modify(metadata={**held, "expires": time.time() + self.lease_seconds})
             except Exception:  # the server is away for a moment: try again next time
                 logger.warning("could not renew the writer lock", exc_info=True)
-
-
-def lease_expired(held: dict[str, Any], now: float) -> bool:
-    """Whether a lock's lease has ended (a lock written before leases never expires here).
-
-    Example:
-        >>> lease_expired({"expires": 100.0}, 101.0), lease_expired({"expires": 100.0}, 99.0)
-        (True, False)
-    """
-    expires = held.get("expires")
-    return isinstance(expires, int | float) and expires < now
-
-
-def describe(held: dict[str, Any]) -> str:
-    """A lock's holder in words.
-
-    Example:
-        >>> describe({"pid": 7, "host": "w1", "since": "2026-12-01T10:00:00+00:00"})
-        'pid 7 on w1, since 2026-12-01T10:00:00+00:00'
-    """
-    return f"pid {held.get('pid', '?')} on {held.get('host', '?')}, since {held.get('since', '?')}"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -167,7 +167,7 @@ def test_reingest_moves_the_pointer_and_keeps_one_previous_generation(
     kept = generations[1:]
     assert names == {"swaps-current"} | {
         f"swaps-{kind}-{g}"
-        for kind in ("children", "cards", "restricted", "sentences")
+        for kind in ("record", "children", "cards", "restricted", "sentences")
         for g in kept
     }
     every = redis.Redis.from_url(redis_url).keys("swaps:*")
