@@ -144,3 +144,27 @@ def test_kill_9_at_every_step_of_a_client_server_ingest_leaves_nothing_behind(
         names, owners = _pieces(settings, chroma_url, redis_url)
         assert names == {"crash-current"} | {f"crash-{kind}-{g}" for kind in KINDS for g in kept}
         assert owners == set(kept), (step, nth)
+
+
+def test_what_a_crash_left_before_records_existed_is_collected_by_the_next_ingest(
+    tmp_path: Path, shipped_cards: list[Card], chroma_url: str, redis_url: str
+) -> None:
+    from cardrag.ingest.index.collections import http_client
+
+    cards = card_folder(tmp_path / "cards", shipped_cards[:2])
+    settings = Settings(
+        cards_dir=cards, store_dir=tmp_path / "store", embedding_model=REAL_MODEL,
+        chroma_url=chroma_url, parent_store=redis_url, namespace="orphans",
+    )  # fmt: skip
+    ingest_folder(settings)
+    # issue 50's state: a kill mid-collection removed the children first, no record then
+    orphan = "index-20200101T000000-0a0b0c"
+    http_client(chroma_url).create_collection(f"orphans-sentences-{orphan}")
+    store = redis.Redis.from_url(redis_url)
+    store.mset({f"orphans:{orphan}/card-{i}": b"{}" for i in range(44)})
+    store.set(f"orphans:{orphan}:files/bm25/params", b"{}")
+    ingest_folder(settings)
+    names, owners = _pieces(settings, chroma_url, redis_url)
+    assert not {n for n in names if orphan in n}
+    assert orphan not in owners
+    assert len(owners) == 2  # the live and the previous generation
