@@ -88,12 +88,22 @@ def test_a_settings_file_that_is_a_folder_is_named(
         load_settings()
 
 
-@pytest.mark.parametrize(
-    "value",
-    ["", "-1", "0", "9" * 30, "inf", "-inf", "nan", "x", "é☃\u202e", "/", "/etc/passwd", "[]"],
-)
+HOSTILE = ["", "-1", "0", "9" * 30, "inf", "-inf", "nan", "x", "é☃\u202e", "/", "/etc/passwd", "[]"]
+"""Values every setting is fed: empty, negative, zero, huge, infinite, not a number, a word,
+unicode with a direction override, a folder, a file, a list."""
+
+
+def _commands(variable: str, capsys: pytest.CaptureFixture[str]) -> list[tuple[int, str]]:
+    """``retrieve``, ``ingest --dry-run`` and ``serve`` with what the environment holds."""
+    runs = []
+    for argv in (["retrieve", "q"], ["ingest", "--dry-run"], ["serve", "--port", "1"]):
+        runs.append((cardrag(argv), capsys.readouterr().err))
+    return runs
+
+
+@pytest.mark.parametrize("value", HOSTILE)
 def test_every_setting_takes_a_hostile_value_or_names_it_in_one_line(
-    clean_env: pytest.MonkeyPatch, value: str
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
 ) -> None:
     tried, refused = 0, set()
     for field in Settings.model_fields:
@@ -106,6 +116,15 @@ def test_every_setting_takes_a_hostile_value_or_names_it_in_one_line(
             assert "\n" not in message, (variable, message)
             assert variable in message or "settings" in message, (variable, message)
             refused.add(variable)
+            # through the CLI: each command exits 2 with that one line, before anything opens
+            for code, err in _commands(variable, capsys):
+                assert (code, err) == (2, f"cardrag: {message}\n"), (variable, value, err)
+        else:  # accepted: a command that runs still ends in one line at worst, no traceback
+            code = cardrag(["retrieve", "q"])
+            err = capsys.readouterr().err
+            assert code in (0, 2), (variable, value, err)
+            assert "Traceback" not in err, (variable, value)
+            assert err.count("\n") <= 1 + err.count("warning"), (variable, value, err)
         clean_env.delenv(variable)
         tried += 1
     assert tried == 37  # every setting
