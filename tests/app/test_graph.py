@@ -183,6 +183,9 @@ def test_a_brand_name_is_read_as_the_cards_generic_before_retrieval_and_grading(
         ("Devo prendere la Tachipirina a stomaco vuoto?", "card-paracetamol-limits"),
         ("Can I take Zimox with milk?", "card-amoxicillin-course"),
         ("Should I take my Lasix in the morning?", "card-diuretic-timing"),  # a class member
+        # a brand the dictionary reads as another medicine (Maalox: loperamide, a US line)
+        ("Can I take Maalox with my iron tablets?", "card-antacid-spacing"),
+        ("¿Puedo tomar Almax con el hierro?", "card-antacid-spacing"),
     ],
 )
 def test_a_name_only_a_cards_aliases_know_is_answered_from_that_card(
