@@ -30,8 +30,8 @@ collection (:func:`collect`, run under the lock) can only ever meet complete
 generations and the leftovers of a writer that died; it never removes a generation another
 ingest is building. Each generation's record (the marker file of a folder) is written before
 any of its pieces and removed after all of them, so a writer killed at any moment leaves
-nothing a later collection does not find. :meth:`Generations.swap` refuses a generation whose row and record counts
-differ from its manifest.
+nothing a later collection does not find. :meth:`Generations.swap` refuses a generation whose
+row and record counts differ from its manifest.
 """
 
 from __future__ import annotations
