@@ -6,11 +6,10 @@ metadata filters tell them apart stays in the row plan (:meth:`Collections.plan`
 
 Reads are lean: a hit first carries only its id, its score and what its id says (parent and
 chunk index, :func:`~cardrag.ingest.metadata.child_id`); :meth:`RowReader.complete` reads the
-text and metadata of the rows the retriever returns. Reading metadata costs Chroma more than
-the vector search (at 10,000 cards a query of 16 rows: 3.1 ms with text and metadata, 1.5 ms
-with distances only).
-
-Every hit's score is a cosine similarity (:mod:`cardrag.retrievers.similarity`).
+text and metadata of the rows the retriever returns (from beside the index where they are
+saved: :mod:`~cardrag.ingest.index.row_texts`). Reading metadata costs Chroma more than the
+vector search (10,000 cards, 16 rows: 3.1 ms with text and metadata, 1.5 ms with distances
+only). Every hit's score is a cosine similarity (:mod:`cardrag.retrievers.similarity`).
 """
 
 from __future__ import annotations
@@ -103,8 +102,7 @@ class RowReader:
         """
         hits: list[ChildHit] = []
         for store, only in self._plan(kind, where):
-            saved = self._saved(store, only)
-            if saved is not None and len(saved.ids) <= SCAN_ROWS:
+            if (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS:
                 ids, scores = scores_of(saved, vector, nearest_ids(saved, vector, fetch))
                 hits += self._lean(store, ids, scores)
             else:
@@ -131,8 +129,7 @@ class RowReader:
             return []
         hits: list[ChildHit] = []
         for store, plan_filter in self._plan(kind, where):
-            saved = self._saved(store, plan_filter)
-            if saved is not None:
+            if (saved := self._saved(store, plan_filter)) is not None:
                 ids, scores = scores_of(saved, vector, row_ids)
             else:
                 rows = store._collection.get(
@@ -214,6 +211,10 @@ class RowReader:
         for kind in kinds:
             ids = [h.child_id for h in missing if h.kind == kind]
             for store, _ in self._plan(kind, None) if ids else []:
+                if (saved := self._saved(store, None)) is not None and saved.texts is not None:
+                    held = [i for i in ids if i in saved.positions]  # read there, not asked
+                    read.update(zip(held, saved.texts.read(held, saved.positions), strict=True))
+                    continue
                 rows = store._collection.get(ids=ids, include=["documents", "metadatas"])
                 for i, text, meta in zip(
                     rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True

@@ -102,10 +102,12 @@ def built(store: Path) -> dict[str, Any] | None:
 def holds(config: Settings) -> dict[str, Any]:
     """What a bench store holds that the settings decide: a store that holds otherwise is rebuilt.
 
-    The model, the chunking and the rankings written beside the children (issue 51: stores
-    built before sentence rows were shipped had a third of the rows, and measured the past).
+    The model, the chunking, the rankings written beside the children (issue 51: stores
+    built before sentence rows were shipped had a third of the rows, and measured the past)
+    and what is saved beside the index (the rows' texts since they were).
     """
     return {
+        "saved": ["vectors", "row_texts"],
         "model": MODEL,
         "chunker": config.chunker,
         "chunk_size": config.chunk_size,

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from cardrag.ingest.index.row_texts import RowTexts
+
 READ_PAGE = 5000
 """Rows read back from Chroma per ``get`` while writing (one ``get`` of a whole large
 collection fails inside Chroma: "too many SQL variables")."""
@@ -62,6 +64,9 @@ class RowVectors:
     sentences: RowVectors | None = None
     """The sentence rows' vectors (the ``sentences`` collection), saved in :data:`SENTENCES`;
     None for a generation written without them (read from Chroma)."""
+    texts: RowTexts | None = None
+    """Each row's text and metadata, in the matrix's order (:mod:`.row_texts`); None for a
+    generation written before they were saved (read from Chroma)."""
 
     @functools.cached_property
     def positions(self) -> dict[str, int]:
@@ -113,16 +118,20 @@ class RowVectors:
         total = collection.count()
         ids: list[str] = []
         matrix: Any = None
-        while len(ids) < total:
-            page = collection.get(include=["embeddings"], limit=READ_PAGE, offset=len(ids))
-            if not len(page["ids"]):
-                break
-            block = np.asarray(page["embeddings"], dtype=np.float32)
-            if matrix is None:
-                shape = (total, block.shape[1])
-                matrix = np.lib.format.open_memmap(folder / MATRIX, "w+", np.float32, shape)
-            matrix[len(ids) : len(ids) + len(block)] = block
-            ids += page["ids"]
+        include = ["embeddings", "documents", "metadatas"]
+        with RowTexts.writer(folder) as add:
+            while len(ids) < total:
+                page = collection.get(include=include, limit=READ_PAGE, offset=len(ids))
+                if not len(page["ids"]):
+                    break
+                block = np.asarray(page["embeddings"], dtype=np.float32)
+                if matrix is None:
+                    shape = (total, block.shape[1])
+                    matrix = np.lib.format.open_memmap(folder / MATRIX, "w+", np.float32, shape)
+                matrix[len(ids) : len(ids) + len(block)] = block
+                ids += page["ids"]
+                for text, metadata in zip(page["documents"], page["metadatas"], strict=True):
+                    add(text or "", dict(metadata or {}))
         if matrix is None:
             np.save(folder / MATRIX, np.zeros((0, 0), dtype=np.float32))
         else:
@@ -168,4 +177,5 @@ class RowVectors:
         ids = json.loads((folder / IDS).read_text(encoding="utf-8"))
         cards = cls.load(folder / CARDS) if (folder / CARDS).is_dir() else None
         sentences = cls.load(folder / SENTENCES) if (folder / SENTENCES).is_dir() else None
-        return cls(ids, np.load(folder / MATRIX, mmap_mode="r"), cards, sentences)
+        matrix = np.load(folder / MATRIX, mmap_mode="r")
+        return cls(ids, matrix, cards, sentences, RowTexts.load(folder))
