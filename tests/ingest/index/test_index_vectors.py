@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -241,16 +242,9 @@ def test_with_card_rows_the_retriever_answers_as_without_saved_vectors(
 
 
 @pytest.fixture(scope="module")
-def sentence_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sentence_index_dir(sentence_index: Callable[[str, int], Path]) -> Path:
     """Eight card-like parents with card rows and sentence rows, one of them restricted."""
-    from tests.conftest import FakeEmbeddings
-
-    store = tmp_path_factory.mktemp("sentence-rows")
-    cards = list(synthetic_cards(8))
-    cards[3] = cards[3].model_copy(update={"sensitivity": "restricted"})
-    splitter = CardSplitter(card_rows=True, sentence_rows=True)
-    build_index(cards, store, FakeEmbeddings(), splitter, progress=False).close()
-    return store
+    return sentence_index("sentence-rows", 8)
 
 
 def test_sentence_rows_have_their_own_collection_saved_vectors_and_no_bm25_entry(

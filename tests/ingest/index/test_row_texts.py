@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,9 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from cardrag.evals.bench.synthetic import synthetic_cards
-from cardrag.ingest.index import build_index, open_index
+from cardrag.ingest.index import open_index
 from cardrag.ingest.index.row_texts import RowTexts
 from cardrag.ingest.settings import Settings
-from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 QUESTIONS = ["tablet dose morning food stomach", "insulin pen fridge travel luggage"]
@@ -42,17 +41,10 @@ def test_no_rows_and_no_files_load_as_expected(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def index_dir(sentence_index: Callable[[str, int], Path]) -> Path:
     """Forty card-like parents with card rows and sentence rows, one restricted (its rows live
     in a collection of their own, not saved: read from Chroma), fake embeddings."""
-    from tests.conftest import FakeEmbeddings
-
-    store = tmp_path_factory.mktemp("row-texts")
-    cards = list(synthetic_cards(40))
-    cards[3] = cards[3].model_copy(update={"sensitivity": "restricted"})
-    splitter = CardSplitter(card_rows=True, sentence_rows=True)
-    build_index(cards, store, FakeEmbeddings(), splitter, progress=False).close()
-    return store
+    return sentence_index("row-texts", 40)
 
 
 def test_every_saved_row_holds_chromas_text_and_metadata(
