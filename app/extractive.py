@@ -1,7 +1,8 @@
 """The offline default answerer: extractive, not generative.
 
-It reads the same windowed card text a chat model would see, scores every sentence against the
-question with the embedding model the retriever uses, keeps the best few, puts them back in
+It reads each retrieved card around its matched passage (the whole card when it is shorter than
+``read_chars``), scores every sentence against the question with the embedding model the
+retriever uses, keeps the best few, puts them back in
 card order and cites the card after its sentences. It never writes a word that is not in a
 card: it is a quoting machine, useful offline and as a baseline, not a substitute for an LLM
 that can reason across cards.
@@ -29,7 +30,7 @@ from cardrag.app.terms import (
     vocabulary,
 )
 from cardrag.app.vectors import Vectors, dot
-from cardrag.retrievers.matched import MatchedCard
+from cardrag.retrievers.matched import MatchedCard, window
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -50,6 +51,16 @@ class ExtractiveAnswerer:
     """Sentences quoted at most."""
     vectors: Vectors | None = None
     """Question and sentence vectors shared with grading (made here when not given)."""
+    read_chars: int = 4000
+    """Characters of each card read around its matched passage (the whole card when shorter).
+
+    Wider than a chat model's prompt window (``budget``): the sentence that answers is often
+    not the one retrieval matched ("How do I come off it?" matches the card's opening, the
+    stopping advice is at its end). On the tuning cards of the question-type matrix, reading
+    whole cards instead of the 600-character window answered 138 answerable questions of 222
+    right instead of 123, and refused the same not-covered ones. The shipped cards are 1,126 to
+    1,847 characters long; a long document is still read only around its match.
+    """
 
     def __post_init__(self) -> None:
         if self.vectors is None:
@@ -75,7 +86,7 @@ class ExtractiveAnswerer:
         asked = medicines_named(question)
         for rank, doc in enumerate(docs):
             card = MatchedCard.from_document(doc)
-            lo, hi = card.prompt_range(budget)  # what a chat model would read of this card
+            lo, hi = window(card.text, card.start, card.end, max(self.read_chars, budget))
             # a medicine the card covers only as a member of a class it names (ciprofloxacin,
             # "the fluoroquinolone family"): a sentence naming that class is about it
             words = vocabulary(f"{card.title}\n{card.text}")

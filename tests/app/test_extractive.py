@@ -111,3 +111,26 @@ def test_the_lead_cards_runner_up_fills_the_second_quote_in_card_order() -> None
         "Tea and coffee block iron. Keep tea two hours away from iron. [cite:card-evil]"
     )
     assert two.citations == ["card-evil"]
+
+
+FILLER = " ".join(f"Statins lower cholesterol in many ways, note {i}." for i in range(20))
+LONG_CARD = Document(  # the matched passage opens the card; the stopping advice is 1,000+ chars on
+    id="card-statins",
+    page_content=f"Atorvastatin can be taken at any time of day. {FILLER} "
+    "Do not stop atorvastatin without asking your doctor first.",
+    metadata={"title": "Statins", "score": 0.8, "matched_start_index": 0, "matched_end_index": 45},
+)
+
+
+def test_the_whole_card_is_read_not_only_the_prompt_window() -> None:
+    question = "how do I stop atorvastatin"
+    assert LONG_CARD.page_content.index("Do not stop") > 1000  # outside a 600-char window
+    draft = ExtractiveAnswerer(FakeEmbeddings(), max_sentences=1)(question, [LONG_CARD], 600)
+    assert draft.answer == (
+        "Do not stop atorvastatin without asking your doctor first. [cite:card-statins]"
+    )
+    # read_chars bounds what is read: at 600 characters the answering sentence is out of reach
+    narrow = ExtractiveAnswerer(FakeEmbeddings(), max_sentences=1, read_chars=600)
+    assert narrow(question, [LONG_CARD], 600).answer == (
+        "Atorvastatin can be taken at any time of day. [cite:card-statins]"
+    )

@@ -52,7 +52,8 @@ def test_ask_returns_the_structured_reply(client: TestClient) -> None:
     reply = response.json()
     assert reply["question"] == NARROW
     assert reply["answer"] == (
-        "Insulin that has been frozen must be thrown away, even after it thaws. "
+        "Keep unopened pens, cartridges and vials in the fridge, between 2 and 8 degrees "
+        "Celsius, away from the freezer compartment and the back wall where items can freeze. "
         "The pen or vial you are using can stay at room temperature, below 25 to 30 degrees "
         "depending on the brand, for about four weeks. [cite:card-insulin-storage]"
     )
