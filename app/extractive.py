@@ -59,7 +59,8 @@ class ExtractiveAnswerer:
     stopping advice is at its end). On the tuning cards of the question-type matrix, reading
     whole cards instead of the 600-character window answered 138 answerable questions of 222
     right instead of 123, and refused the same not-covered ones. The shipped cards are 1,126 to
-    1,847 characters long; a long document is still read only around its match.
+    1,847 characters long; a long document is still read only around its match. At most
+    ``budget``: the same window as the prompt.
     """
 
     def __post_init__(self) -> None:
@@ -86,7 +87,11 @@ class ExtractiveAnswerer:
         asked = medicines_named(question)
         for rank, doc in enumerate(docs):
             card = MatchedCard.from_document(doc)
-            lo, hi = window(card.text, card.start, card.end, max(self.read_chars, budget))
+            lo, hi = (
+                card.prompt_range(budget)  # what a chat model would read of this card
+                if self.read_chars <= budget
+                else window(card.text, card.start, card.end, self.read_chars)
+            )
             # a medicine the card covers only as a member of a class it names (ciprofloxacin,
             # "the fluoroquinolone family"): a sentence naming that class is about it
             words = vocabulary(f"{card.title}\n{card.text}")

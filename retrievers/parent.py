@@ -56,7 +56,7 @@ from cardrag.retrievers.fusion import (
 )
 from cardrag.retrievers.hits import ChildHit, RowReader
 from cardrag.retrievers.indexing import IndexedParents
-from cardrag.retrievers.reads import at_once, in_turn
+from cardrag.retrievers.reads import at_once, in_turn, nothing
 from cardrag.retrievers.rerank import reranker_from
 from cardrag.retrievers.stores import (
     Reader,
@@ -186,7 +186,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         vector = self._embeddings.embed_query(query)
         rows = self._reader(query)
         # another store's filter cannot be applied to BM25's candidates: dense only then
-        lexical_on = is_chroma(self.vectorstore) or where is None
+        lexical_on = self._bm25_on and (is_chroma(self.vectorstore) or where is None)
         # sentence rows, as BM25, abstain for a question surely in a language no card is in
         sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
         weights = self._weights(query)  # the question's, whatever the window
@@ -206,11 +206,11 @@ class ScoredParentDocumentRetriever(IndexedParents):
                 partial(rows.nearest, vector, fetch, where, kind="child"),
                 partial(rows.nearest, vector, fetch, where, kind="card")
                 if self.card_rows
-                else list,
+                else nothing,
                 partial(rows.nearest, vector, fetch, where, kind="sentence")
                 if sentences_on
-                else list,
-                partial(self._lexical, query, fetch) if lexical_on else list,
+                else nothing,
+                partial(self._lexical, query, fetch) if lexical_on else nothing,
             )
             lexical = best_per_parent(lexical_hits)
             windows = {h.parent_id for h in [*hits, *cards]}
@@ -218,7 +218,8 @@ class ScoredParentDocumentRetriever(IndexedParents):
             found = [*(p.parent_id for p in lexical), *(h.parent_id for h in sentences)]
             candidates = [*(h.parent_id for h in hits), *found]
             rows_of = self._rows_of if isinstance(rows, RowReader) else best_rows(lexical)
-            extra, (more, no_row) = together(
+            # without card rows there is one read: no hand-off to the pool
+            extra, (more, no_row) = (together if self.card_rows else in_turn)(
                 partial(resolve, rows, vector, windows, found, rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
@@ -269,9 +270,14 @@ class ScoredParentDocumentRetriever(IndexedParents):
             bm25 = lexical_weight(bm25, known_share(self.bm25, query))
         return FusionWeights(self.dense_weight, self.card_weight, bm25, self.sentence_weight)
 
+    @property
+    def _bm25_on(self) -> bool:
+        """Whether BM25 is one of the rankings (an index, and a weight above 0)."""
+        return self.bm25 is not None and self.bm25_weight != 0
+
     def _lexical(self, query: str, n: int) -> list[ChildHit]:
         """BM25's ``n`` best children, the same window as the dense ones (empty without BM25)."""
-        if self.bm25 is None or self.bm25_weight == 0:
+        if self.bm25 is None or not self._bm25_on:
             return []
         hits = bm25_search(self.bm25, query, n, allow_restricted=self.allow_restricted)
         return [ChildHit(c, p, s) for c, p, s in hits]

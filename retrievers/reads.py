@@ -27,17 +27,28 @@ def read_pool() -> ThreadPoolExecutor:
     return _READS[pid]
 
 
+def nothing() -> list[Any]:
+    """A read with nothing to read (a ranking that is off): an empty list, never on the pool.
+
+    Handing a pool thread a read that does nothing costs more than the reads themselves on
+    an in-process store (FAISS: 0.1 ms a search, 0.1 ms more for the hand-offs).
+    """
+    return []
+
+
 def at_once(*reads: Callable[[], Any]) -> list[Any]:
     """Run reads at the same time: the first in this thread, the others on the pool.
 
+    :func:`nothing` is not a read: it is answered in place, and one read left runs here.
+
     Example:
-        >>> at_once(lambda: 1, lambda: 2)
-        [1, 2]
+        >>> at_once(lambda: 1, nothing, lambda: 2)
+        [1, [], 2]
     """
     pool = read_pool()
-    later = [pool.submit(read) for read in reads[1:]]
+    later = [None if read is nothing else pool.submit(read) for read in reads[1:]]
     first = reads[0]()
-    return [first, *(f.result() for f in later)]
+    return [first, *([] if f is None else f.result() for f in later)]
 
 
 def in_turn(*reads: Callable[[], Any]) -> list[Any]:

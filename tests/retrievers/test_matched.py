@@ -48,7 +48,7 @@ def test_a_range_outside_the_text_is_ignored_and_the_passage_falls_back() -> Non
     assert MatchedCard.from_document(Document(page_content="Whole.")).passage == "Whole."
 
 
-def test_the_prompt_and_the_extractive_answerer_read_the_same_window() -> None:
+def test_within_its_budget_the_extractive_answerer_reads_the_prompts_window() -> None:
     # the sentence-window chunker's window (0, 55) is far from a 30-character budget window
     doc = _doc(
         score=0.8,
@@ -61,6 +61,9 @@ def test_the_prompt_and_the_extractive_answerer_read_the_same_window() -> None:
     assert "A third sentence. And a fourth one at the end." in shown
     assert "The matched one." not in shown
     embeddings: Embeddings = FakeEmbeddings()
-    draft = ExtractiveAnswerer(embeddings)("matched one", [doc], 30)
+    draft = ExtractiveAnswerer(embeddings, read_chars=30)("matched one", [doc], 30)
     quoted = draft.answer.removesuffix(" [cite:card-x]")
     assert quoted == "A third sentence. And a fourth one at the end."  # the window's two
+    # by default the answerer reads the whole (short) card: the matched sentence is there
+    whole = ExtractiveAnswerer(embeddings)("matched one", [doc], 30).answer
+    assert whole.startswith("The matched one.")

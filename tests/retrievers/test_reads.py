@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from cardrag.retrievers.reads import at_once, in_turn, read_pool
+from cardrag.retrievers.reads import at_once, in_turn, nothing, read_pool
 
 
 def test_a_forked_worker_gets_a_read_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -23,3 +23,14 @@ def test_reads_at_once_run_the_first_here_and_the_others_on_the_pool() -> None:
     assert here == threading.current_thread().name
     assert [o.startswith("cardrag-read") for o in others] == [True, True]
     assert in_turn(name, name) == [here, here]
+
+
+def test_nothing_to_read_is_answered_in_place_not_on_the_pool() -> None:
+    def name() -> str:
+        return threading.current_thread().name
+
+    here = threading.current_thread().name
+    assert at_once(name, nothing, nothing) == [here, [], []]
+    first, empty, other = at_once(name, nothing, name)
+    assert (first, empty) == (here, [])
+    assert other.startswith("cardrag-read")
