@@ -88,6 +88,9 @@ class RowReader:
     """The children collection's vectors beside the index (:mod:`~cardrag.ingest.index.vectors`):
     rows read by id from that collection, unfiltered, are scored from them, not read from
     Chroma (same scores). None: every read asks Chroma."""
+    only_children: bool = False
+    """The children collection was found to hold no card row and no restricted row
+    (:meth:`for_question`): it is read without the filters that keep those out."""
 
     def nearest(
         self, vector: Sequence[float], fetch: int, where: Where | None, *, kind: RowKind
@@ -274,8 +277,25 @@ class RowReader:
             return self.vectors.sentences
         return self.vectors.cards if store is self.collections.cards else None
 
+    def for_question(self) -> RowReader:
+        """This reader for one question: a shared collection holding only children read unfiltered.
+
+        Looked up again for every question (:meth:`Collections.only_children`), so a row
+        written since is never read past its filter; the retriever's check of each parent's
+        sensitivity stays behind it.
+        """
+        shared = self.collections.cards is None or self.collections.restricted is None
+        if not shared or self.only_children:
+            return self
+        return replace(self, only_children=self.collections.only_children())
+
     def _plan(self, kind: RowKind, where: Where | None) -> list[tuple[Chroma, Where | None]]:
-        return self.collections.plan(kind=kind, where=where, allow_restricted=self.allow_restricted)
+        return self.collections.plan(
+            kind=kind,
+            where=where,
+            allow_restricted=self.allow_restricted,
+            only_children=self.only_children,
+        )
 
 
 def orphans(count: int, id_key: str, store: str = "the vector store") -> None:

@@ -289,7 +289,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
     def _reader(self, query: str) -> Reader:
         """What this retriever reads for one question: Chroma's rows, or any store's."""
         if is_chroma(self.vectorstore):
-            return self.rows
+            return self.rows.for_question()
         return StoreReader(self.vectorstore, self._embeddings, self.id_key, query)
 
     def _select(

@@ -3,11 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.collections import chroma_client, open_collections
+from cardrag.ingest.index.collections import Collections, chroma_client, open_collections
 from cardrag.retrievers.hits import (
     RowReader,
 )
@@ -96,3 +97,33 @@ def test_rows_with_ids_of_their_own_are_read_by_their_metadata(
     )
     [done] = reader.complete([hit])
     assert (done.text, done.metadata, done.complete) == ("take iron tablets", meta, True)
+
+
+def test_a_shared_collection_is_read_unfiltered_only_while_it_holds_only_children(
+    reader_rows: RowReader, fake_embeddings: Embeddings
+) -> None:
+    assert reader_rows.for_question() is reader_rows  # a collection per kind: no lookup
+    one = Chroma(collection_name="made-by-hand", embedding_function=fake_embeddings)
+    rows = [
+        _row("iron", 0, "take iron tablets with orange juice"),
+        _row("iron", 1, "tea blocks iron absorption"),
+        _row("iron", md.CARD_ROW, "iron tablets whole card"),
+        _row("tea", 0, "green tea and sleep"),
+    ]
+    one.add_documents(rows, ids=[r.id for r in rows])
+    shared = RowReader(Collections(children=one))
+    vector = fake_embeddings.embed_query("iron tablets")
+    children = ["iron::00", "iron::01", "tea::00"]
+    mixed = shared.for_question()
+    assert not mixed.only_children  # the iron card row is there: filtered as before
+    assert [h.child_id for h in mixed.nearest(vector, 10, None, kind="child")] == children
+    one.delete(ids=["iron::card"])
+    plain = shared.for_question()
+    assert plain.only_children
+    assert [h.child_id for h in plain.nearest(vector, 10, None, kind="child")] == children
+    assert plain.nearest(vector, 10, None, kind="card") == []
+    secret = _row("vault", 0, "iron tablets vault protocol", sensitivity="restricted")
+    one.add_documents([secret], ids=[secret.id])
+    again = shared.for_question()  # looked up for every question: the new row is seen
+    assert not again.only_children
+    assert [h.child_id for h in again.nearest(vector, 10, None, kind="child")] == children
