@@ -49,8 +49,8 @@ from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.bm25 import search as lexical_search
+from cardrag.retrievers.child_hit import ChildHit
 from cardrag.retrievers.fusion import best_per_parent
-from cardrag.retrievers.hits import ChildHit
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 

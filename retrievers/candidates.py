@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from cardrag.ingest import metadata as md
+from cardrag.retrievers.child_hit import ChildHit
 from cardrag.retrievers.fusion import ParentHit
-from cardrag.retrievers.hits import ChildHit
 from cardrag.retrievers.stores import Reader, StoreFilter
 
 

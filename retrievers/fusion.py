@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.manifest import CARD_ROWS_MIN_SHARE
 from cardrag.ingest.settings import default
-from cardrag.retrievers.hits import ChildHit
+from cardrag.retrievers.child_hit import ChildHit
 
 
 @dataclass(frozen=True)

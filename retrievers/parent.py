@@ -46,6 +46,7 @@ from cardrag.retrievers.candidates import (
     resolve,
     without_card_row,
 )
+from cardrag.retrievers.child_hit import ChildHit
 from cardrag.retrievers.expansion import finish, parent_document, select
 from cardrag.retrievers.fusion import (
     FusionWeights,
@@ -54,7 +55,7 @@ from cardrag.retrievers.fusion import (
     lexical_weight,
     rank_parents,
 )
-from cardrag.retrievers.hits import ChildHit, RowReader
+from cardrag.retrievers.hits import RowReader
 from cardrag.retrievers.indexing import IndexedParents
 from cardrag.retrievers.reads import at_once, in_turn, nothing
 from cardrag.retrievers.rerank import reranker_from
@@ -186,7 +187,9 @@ class ScoredParentDocumentRetriever(IndexedParents):
         vector = self._embeddings.embed_query(query)
         rows = self._reader(query)
         # another store's filter cannot be applied to BM25's candidates: dense only then
-        lexical_on = self._bm25_on and (is_chroma(self.vectorstore) or where is None)
+        lexical_on = (self.bm25 is not None and self.bm25_weight != 0) and (
+            is_chroma(self.vectorstore) or where is None
+        )
         # sentence rows, as BM25, abstain for a question surely in a language no card is in
         sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
         weights = self._weights(query)  # the question's, whatever the window
@@ -270,14 +273,9 @@ class ScoredParentDocumentRetriever(IndexedParents):
             bm25 = lexical_weight(bm25, known_share(self.bm25, query))
         return FusionWeights(self.dense_weight, self.card_weight, bm25, self.sentence_weight)
 
-    @property
-    def _bm25_on(self) -> bool:
-        """Whether BM25 is one of the rankings (an index, and a weight above 0)."""
-        return self.bm25 is not None and self.bm25_weight != 0
-
     def _lexical(self, query: str, n: int) -> list[ChildHit]:
         """BM25's ``n`` best children, the same window as the dense ones (empty without BM25)."""
-        if self.bm25 is None or not self._bm25_on:
+        if self.bm25 is None or self.bm25_weight == 0:
             return []
         hits = bm25_search(self.bm25, query, n, allow_restricted=self.allow_restricted)
         return [ChildHit(c, p, s) for c, p, s in hits]

@@ -69,7 +69,7 @@ def best_of_parents(
 
     The scores of :func:`scores_of` (one :func:`~cardrag.retrievers.similarity.cosine_similarities`
     over every row of those parents); ties go to the lower child id, as in
-    :func:`~cardrag.retrievers.hits.best_by_parent`. Without a loop over rows: a long
+    :func:`~cardrag.retrievers.child_hit.best_by_parent`. Without a loop over rows: a long
     parent's hundred rows are one slice of scores each.
 
     Example:

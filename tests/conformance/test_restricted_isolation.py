@@ -31,9 +31,9 @@ from cardrag.app.server import create_app
 from cardrag.ingest.cards import Card
 from cardrag.ingest.index import ingest_folder
 from cardrag.ingest.settings import Settings
+from cardrag.retrievers.child_hit import ChildHit
 from cardrag.retrievers.expansion import select
 from cardrag.retrievers.fusion import ParentHit
-from cardrag.retrievers.hits import ChildHit
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 from tests.conftest import REAL_MODEL, card_folder
 

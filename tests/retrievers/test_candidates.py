@@ -9,7 +9,7 @@ from cardrag.retrievers.candidates import (
     resolve,
     without_card_row,
 )
-from cardrag.retrievers.hits import ChildHit
+from cardrag.retrievers.child_hit import ChildHit
 
 
 def test_pure_fetch_planning() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from cardrag.retrievers.child_hit import ChildHit
 from cardrag.retrievers.fusion import (
     LEAD_GAIN_BM25,
     FusionWeights,
@@ -15,7 +16,6 @@ from cardrag.retrievers.fusion import (
     rank_parents,
     reciprocal_rank_fusion,
 )
-from cardrag.retrievers.hits import ChildHit
 
 
 def test_best_per_parent_keeps_each_parents_best_child() -> None:
