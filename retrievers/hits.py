@@ -261,10 +261,10 @@ class RowReader:
         written since is never read past its filter; the retriever's check of each parent's
         sensitivity stays behind it.
         """
-        shared = self.collections.cards is None or self.collections.restricted is None
-        if not shared or self.only_children:
-            return self
-        return replace(self, only_children=self.collections.only_children())
+        if not self.collections.shares_children:
+            return self  # a collection per kind: no filter to drop, nothing to look up
+        plain = self.collections.only_children()
+        return self if plain == self.only_children else replace(self, only_children=plain)
 
     def _plan(self, kind: RowKind, where: Where | None) -> list[tuple[Chroma, Where | None]]:
         return self.collections.plan(

@@ -57,7 +57,7 @@ from cardrag.retrievers.fusion import (
 )
 from cardrag.retrievers.hits import RowReader
 from cardrag.retrievers.indexing import IndexedParents
-from cardrag.retrievers.reads import at_once, in_turn, nothing
+from cardrag.retrievers.reads import at_once, in_place, in_turn, nothing
 from cardrag.retrievers.rerank import reranker_from
 from cardrag.retrievers.stores import (
     Reader,
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+@in_place
 def _no_card_rows() -> tuple[list[ChildHit], set[str]]:
     return [], set()
 
@@ -221,8 +222,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             found = [*(p.parent_id for p in lexical), *(h.parent_id for h in sentences)]
             candidates = [*(h.parent_id for h in hits), *found]
             rows_of = self._rows_of if isinstance(rows, RowReader) else best_rows(lexical)
-            # without card rows there is one read: no hand-off to the pool
-            extra, (more, no_row) = (together if self.card_rows else in_turn)(
+            extra, (more, no_row) = together(
                 partial(resolve, rows, vector, windows, found, rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
@@ -275,7 +275,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
 
     def _lexical(self, query: str, n: int) -> list[ChildHit]:
         """BM25's ``n`` best children, the same window as the dense ones (empty without BM25)."""
-        if self.bm25 is None or self.bm25_weight == 0:
+        if self.bm25 is None:  # lexical_on asks only with BM25 on: a guard for the type
             return []
         hits = bm25_search(self.bm25, query, n, allow_restricted=self.allow_restricted)
         return [ChildHit(c, p, s) for c, p, s in hits]

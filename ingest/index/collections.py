@@ -125,6 +125,11 @@ class Collections:
             return self.cards
         return self.children
 
+    @property
+    def shares_children(self) -> bool:
+        """Whether card rows or restricted rows may live in the children collection."""
+        return self.cards is None or self.restricted is None
+
     def only_children(self) -> bool:
         """Whether the children collection holds no row its queries would filter out.
 
@@ -133,10 +138,10 @@ class Collections:
         any is there. A user's collection has none, and a query without a filter costs
         Chroma a quarter of one with it (825 children: 0.77 against 3.3 ms; the lookup 0.49).
         """
+        if not self.shares_children:
+            return True
         probes = [CARD_ROWS] if self.cards is None else []
         probes += [{md.SENSITIVITY: "restricted"}] if self.restricted is None else []
-        if not probes:
-            return True
         probe: Where = probes[0] if len(probes) == 1 else {"$or": probes}
         found = self.children._collection.get(where=probe, limit=1, include=[])
         return not found["ids"]

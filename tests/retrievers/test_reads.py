@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from cardrag.retrievers.reads import at_once, in_turn, nothing, read_pool
+from cardrag.retrievers.reads import at_once, in_place, in_turn, nothing, read_pool
 
 
 def test_a_forked_worker_gets_a_read_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,3 +34,11 @@ def test_nothing_to_read_is_answered_in_place_not_on_the_pool() -> None:
     first, empty, other = at_once(name, nothing, name)
     assert (first, empty) == (here, [])
     assert other.startswith("cardrag-read")
+
+
+def test_a_read_marked_in_place_runs_here() -> None:
+    @in_place
+    def here() -> str:
+        return threading.current_thread().name
+
+    assert at_once(nothing, here) == [[], threading.current_thread().name]
