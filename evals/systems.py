@@ -204,22 +204,44 @@ def sentence_window(
     return configured(window, sentences, lexical(window, settings))
 
 
-def _timed_run(
-    name: str, queries: dict[str, str], search: Callable[[str], list[Document]], ask_k: int
-) -> SystemRun:
-    run: dict[str, dict[str, float]] = {}
-    counts: list[int] = []
-    times: list[float] = []
-    for qid, text in tqdm(queries.items(), desc=name, unit="q", leave=False, disable=None):
-        started = time.perf_counter()
-        docs = search(text)
-        times.append(time.perf_counter() - started)
-        run[qid] = by_rank(docs)
-        # for k-parent retrievers the top ask_k of a deeper list is what asking for ask_k returns
-        counts.append(len(docs[:ask_k]))
-    return SystemRun(
-        name, run, statistics.mean(counts) if counts else 0.0, 1000 * statistics.median(times)
-    )
+def timed_runs(
+    searches: dict[str, Callable[[str], list[Document]]], queries: dict[str, str], ask_k: int
+) -> list[SystemRun]:
+    """Every system on every question, the systems taking turns question by question.
+
+    Run one after another, a machine whose speed drifts during the run (a shared host, a CPU
+    changing frequency) moves one system's milliseconds and not another's, and their ratio
+    with it; taking turns, every system meets the same conditions. The order of the turns
+    rotates with each question, so none always runs first (as the bench's
+    ``interleaved_timings``, without its warm-up pass: the eval reads each answer once).
+
+    Example:
+        >>> runs = timed_runs({"a": lambda q: [], "b": lambda q: []}, {"q1": "x", "q2": "y"}, 5)
+        >>> [(r.name, sorted(r.run), r.parents_per_query) for r in runs]
+        [('a', ['q1', 'q2'], 0.0), ('b', ['q1', 'q2'], 0.0)]
+    """
+    names = list(searches)
+    runs: dict[str, dict[str, dict[str, float]]] = {name: {} for name in names}
+    counts: dict[str, list[int]] = {name: [] for name in names}
+    times: dict[str, list[float]] = {name: [] for name in names}
+    turns = tqdm(queries.items(), desc="systems", unit="q", leave=False, disable=None)
+    for i, (qid, text) in enumerate(turns):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            started = time.perf_counter()
+            docs = searches[name](text)
+            times[name].append(time.perf_counter() - started)
+            runs[name][qid] = by_rank(docs)
+            # for k-parent retrievers the top ask_k of a deeper list is what asking ask_k returns
+            counts[name].append(len(docs[:ask_k]))
+    return [
+        SystemRun(
+            name,
+            runs[name],
+            statistics.fmean(counts[name]) if counts[name] else 0.0,
+            1000 * statistics.median(times[name]) if times[name] else 0.0,
+        )
+        for name in names
+    ]
 
 
 def run_systems(
@@ -287,19 +309,17 @@ def run_systems(
         )
         return [Document(id=p.parent_id, page_content="") for p in parents[:depth]]
 
-    runs = [
-        _timed_run("card-atomic", queries, ours_search(atomic), ask_k),
-        _timed_run("vanilla-pdr", queries, vanilla_search(depth), ask_k),
-        _timed_run("bm25", queries, bm25_search, ask_k),
-    ]
-    runs += [
-        _timed_run(name, queries, ours_search(configured(base, s, bm25)), ask_k)
-        for name, s in variants.items()
-    ]
     window = sentence_window(cards, embeddings, settings, workdir / "sentences")
-    runs.append(_timed_run("sentence-window", queries, ours_search(window), ask_k))
+    searches = {
+        "card-atomic": ours_search(atomic),
+        "vanilla-pdr": vanilla_search(depth),
+        "bm25": bm25_search,
+        **{name: ours_search(configured(base, s, bm25)) for name, s in variants.items()},
+        "sentence-window": ours_search(window),
+    }
+    runs = timed_runs(searches, queries, ask_k)
     # parents per query when asked for ask_k: vanilla counts children, so ask it separately
-    asked = _timed_run("vanilla-pdr", queries, vanilla_search(ask_k), ask_k)
+    (asked,) = timed_runs({"vanilla-pdr": vanilla_search(ask_k)}, queries, ask_k)
     runs[1].parents_per_query = (
         statistics.mean(len(r) for r in asked.run.values()) if asked.run else 0.0
     )

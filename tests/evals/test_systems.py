@@ -8,7 +8,7 @@ from langchain_core.embeddings import Embeddings
 
 import cardrag.evals.systems as systems
 from cardrag.evals.metrics import evaluate
-from cardrag.evals.systems import EVAL_CACHE, cached, describe, run_systems
+from cardrag.evals.systems import EVAL_CACHE, cached, describe, run_systems, timed_runs
 from cardrag.ingest.settings import Settings
 from tests.conftest import CountingEmbeddings, FakeEmbeddings
 
@@ -82,3 +82,21 @@ def test_describe_reports_the_fusion_of_ours() -> None:
         "chunker": "parent_child",
         "rerank": False,
     }
+
+
+def test_the_systems_take_turns_on_every_question_and_who_goes_first_rotates() -> None:
+    calls: list[tuple[str, str]] = []
+
+    def system(name: str, returned: int):
+        def search(text: str) -> list[Document]:
+            calls.append((name, text))
+            return [Document("", id=f"{name}{i}") for i in range(returned)]
+
+        return search
+
+    runs = timed_runs({"a": system("a", 1), "b": system("b", 3)}, {"1": "x", "2": "y"}, 2)
+    assert calls == [("a", "x"), ("b", "x"), ("b", "y"), ("a", "y")]
+    assert [(r.name, r.run["2"], r.parents_per_query) for r in runs] == [
+        ("a", {"a0": 1.0}, 1.0),
+        ("b", {"b0": 3.0, "b1": 2.0, "b2": 1.0}, 2.0),
+    ]
