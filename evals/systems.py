@@ -209,11 +209,8 @@ def timed_runs(
 ) -> list[SystemRun]:
     """Every system on every question, the systems taking turns question by question.
 
-    Run one after another, a machine whose speed drifts during the run (a shared host, a CPU
-    changing frequency) moves one system's milliseconds and not another's, and their ratio
-    with it; taking turns, every system meets the same conditions. The order of the turns
-    rotates with each question, so none always runs first (as the bench's
-    ``interleaved_timings``, without its warm-up pass: the eval reads each answer once).
+    Who goes first rotates; a machine whose speed drifts then moves every system's ms alike
+    (the bench's ``interleaved_timings``, without its warm-up pass).
 
     Example:
         >>> runs = timed_runs({"a": lambda q: [], "b": lambda q: []}, {"q1": "x", "q2": "y"}, 5)
@@ -234,13 +231,10 @@ def timed_runs(
             # for k-parent retrievers the top ask_k of a deeper list is what asking ask_k returns
             counts[name].append(len(docs[:ask_k]))
     return [
-        SystemRun(
-            name,
-            runs[name],
-            statistics.fmean(counts[name]) if counts[name] else 0.0,
-            1000 * statistics.median(times[name]) if times[name] else 0.0,
-        )
-        for name in names
+        SystemRun(n, runs[n], statistics.fmean(counts[n]), 1000 * statistics.median(times[n]))
+        if times[n]
+        else SystemRun(n, {}, 0.0, 0.0)
+        for n in names
     ]
 
 
