@@ -195,10 +195,10 @@ class ScoredParentFields(ParentDocumentRetriever):
     them instead of read from Chroma (the same scores, a fraction of the cost for long parents).
     Set by :meth:`from_index`; dropped by any write through the retriever."""
     max_parent_chars: int | None = Field(default=None, ge=1)
-    """Each returned parent cut to a window of at most this many characters around its matched
-    child, on sentence or word edges (the window's offsets in ``budget_start_index`` and
-    ``budget_end_index``, :mod:`cardrag.retrievers.budget`). None: whole parents, as
-    ``ParentDocumentRetriever`` returns them."""
+    """Each returned parent cut to at most this many characters: its best child, then its other
+    children in the question's window while they fit, widened to sentences where room is left
+    (the pieces' offsets in ``budget_spans``, :mod:`cardrag.retrievers.budget`). None: whole
+    parents, as ``ParentDocumentRetriever`` returns them."""
     max_context_chars: int | None = Field(default=None, ge=1)
     """All returned parents together at most this many characters: the lowest-ranked parents
     are cut first, then dropped, never a higher one for a lower. None: no limit."""

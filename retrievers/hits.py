@@ -189,7 +189,7 @@ class RowReader:
         read: dict[str, tuple[str, dict[str, Any]]] = {}
         kinds: tuple[RowKind, ...] = ("child", "card", "sentence")
         for kind in kinds:
-            ids = [h.child_id for h in missing if h.kind == kind]
+            ids = list(dict.fromkeys(h.child_id for h in missing if h.kind == kind))
             for store, _ in self._plan(kind, None) if ids else []:
                 if (saved := self._saved(store, None)) is not None and saved.texts is not None:
                     held = [i for i in ids if i in saved.positions]  # read there, not asked

@@ -37,7 +37,7 @@ from cardrag.retrievers.bm25 import known_share
 from cardrag.retrievers.bm25 import reads as bm25_reads
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
 from cardrag.retrievers.bm25 import search as bm25_search
-from cardrag.retrievers.budget import budgeted
+from cardrag.retrievers.budget import budgeted, matched_children
 from cardrag.retrievers.candidates import (
     best_rows,
     card_rows_of,
@@ -81,10 +81,7 @@ def _no_card_rows() -> tuple[list[ChildHit], set[str]]:
 
 
 class _Gate(enum.Enum):
-    """The per-call ``min_similarity`` of a call that passes none: the retriever's own gate.
-
-    A per-call ``None`` means no gate, as the field's ``None`` does.
-    """
+    """A call's ``min_similarity`` left out: the retriever's own gate (``None``: no gate)."""
 
     OWN = "own"
 
@@ -241,7 +238,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             chosen, missing = self._select(ranked, pool, records)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(chosen), pool, floor)
             if fetch_more is None:
-                docs = finish(self._documents(rows, chosen), missing)
+                docs = finish(self._documents(rows, chosen, dense), missing)
                 if self.reranker is not None and docs:
                     docs = list(self.reranker.compress_documents(docs, query))
                 return docs[:want]
@@ -319,15 +316,17 @@ class ScoredParentDocumentRetriever(IndexedParents):
         return chosen, missing
 
     def _documents(
-        self, rows: Reader, chosen: Sequence[tuple[ParentHit, Document]]
+        self, rows: Reader, chosen: Sequence[tuple[ParentHit, Document]], dense: list[ChildHit]
     ) -> list[Document]:
-        """The returned documents, with their matched rows' text and metadata read (one read)."""
-        best = rows.complete([hit.best for hit, _ in chosen])
+        """The returned documents, matched rows read; under a budget cut to ``dense``'s matches."""
+        budget = self.max_parent_chars is not None or self.max_context_chars is not None
+        matched = matched_children(dense, {hit.parent_id for hit, _ in chosen}) if budget else []
+        read = rows.complete([*(hit.best for hit, _ in chosen), *matched])
         docs = [
             parent_document(replace(hit, best=b), record)
-            for (hit, record), b in zip(chosen, best, strict=True)
+            for (hit, record), b in zip(chosen, read, strict=False)
         ]
-        return budgeted(docs, self.max_parent_chars, self.max_context_chars)
+        return budgeted(docs, self.max_parent_chars, self.max_context_chars, read[len(docs) :])
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
         return self.similarity_gate if isinstance(per_call, _Gate) else per_call

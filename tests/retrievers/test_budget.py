@@ -7,13 +7,18 @@ from langchain_core.embeddings import Embeddings
 from cardrag import ScoredParentDocumentRetriever
 from cardrag.retrievers.budget import (
     BUDGET_END_INDEX,
+    BUDGET_SPANS,
     BUDGET_START_INDEX,
     PARENT_CHARS,
+    SEPARATOR,
     budgeted,
+    child_span,
     cut,
     matched_span,
+    pieces,
     window,
 )
+from cardrag.retrievers.child_hit import ChildHit
 from tests.retrievers.test_parent_dropin import QUESTIONS, STORES, howto, load_docs, new_store
 
 TEXT = "First sentence here. The matched part is this one. A third sentence. And a fourth one."
@@ -54,11 +59,39 @@ def test_a_cut_parent_says_where_its_text_lies_in_the_whole() -> None:
     assert doc.page_content == "A third sentence."
     assert doc.metadata[BUDGET_START_INDEX] == 51
     assert doc.metadata[BUDGET_END_INDEX] == 68
+    assert doc.metadata[BUDGET_SPANS] == [[51, 68]]
     assert doc.metadata[PARENT_CHARS] == len(TEXT)
     assert doc.metadata["matched_start_index"] == 51  # still an offset in the whole parent
-    again = cut(doc, 12)  # cut twice (per parent, then the context): offsets in the whole
-    assert again.page_content == "A third"
-    assert (again.metadata[BUDGET_START_INDEX], again.metadata[BUDGET_END_INDEX]) == (51, 58)
+    assert cut(parent(TEXT, 51, 68), 12).page_content == "A third"  # longer: its start, on words
+
+
+def test_the_other_matched_children_are_kept_in_text_order_while_they_fit() -> None:
+    best = parent(TEXT, 51, 68)  # "A third sentence."
+    others = [ChildHit("p::01", "p", 0.8, "matched part"), ChildHit("p::02", "p", 0.7, "fourth")]
+    doc = cut(best, 60, others)
+    # "matched part" widened to its sentence, one apart from the best: one piece, then "fourth"
+    assert doc.page_content == "The matched part is this one. A third sentence.\n…\nfourth"
+    assert doc.metadata[BUDGET_SPANS] == [[21, 68], [75, 81]]
+    assert (doc.metadata[BUDGET_START_INDEX], doc.metadata[BUDGET_END_INDEX]) == (21, 81)
+    assert cut(best, 35, others).page_content == "matched part\n…\nA third sentence."
+    # less room: the best child first, then the next that fits ("fourth", not "matched part")
+    assert cut(best, 30, others).page_content == "A third sentence.\n…\nfourth"
+    assert cut(best, 20, others).page_content == "A third sentence."  # only the best fits
+    assert all(len(cut(best, n, others).page_content) <= n for n in range(17, 90))
+
+
+def test_pieces_nearly_touching_are_one_and_the_room_left_widens_them_to_sentences() -> None:
+    assert pieces(TEXT, [(25, 32), (33, 37)], 40) == [(21, 50)]  # 1 apart: one range
+    assert pieces(TEXT, [(25, 32)], 12) == [(21, 32)]  # 4 to the sentence's start, 7 short
+    assert pieces("x" * 50, [], 10) == [(0, 10)]  # nothing located: the window at the start
+
+
+def test_a_childs_place_is_its_offsets_else_its_text_else_unknown() -> None:
+    located = ChildHit("c", "p", 1.0, "ignored", {"start_index": 5, "end_index": 9})
+    assert child_span(TEXT, located) == (5, 9)
+    assert child_span(TEXT, ChildHit("c", "p", 1.0, "A third sentence.")) == (51, 68)
+    assert child_span(TEXT, ChildHit("c", "p", 1.0, "elsewhere")) is None
+    assert child_span("short", located) is None  # offsets outside the text, text not there
 
 
 def test_the_context_budget_cuts_and_drops_from_the_bottom_never_a_higher_parent() -> None:
@@ -91,6 +124,7 @@ def test_the_budget_keeps_the_answer_and_the_order_on_every_store(
         assert sum(len(d.page_content) for d in found) <= 5000
         assert all(len(d.page_content) <= 2000 for d in found)
         for doc, original in zip(found, full, strict=False):
-            start, end = doc.metadata[BUDGET_START_INDEX], doc.metadata[BUDGET_END_INDEX]
-            assert original.page_content[start:end] == doc.page_content
+            spans = doc.metadata.get(BUDGET_SPANS, [[0, len(original.page_content)]])
+            pieces_of = [original.page_content[start:end] for start, end in spans]
+            assert SEPARATOR.join(pieces_of) == doc.page_content
         assert case["answer"] in found[0].page_content, case["question"]
