@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from itertools import zip_longest
 
 from langchain_core.documents import Document
 
@@ -124,16 +125,32 @@ def _word_end(text: str, last: int, end: int) -> int:
     return space if space >= last else end
 
 
-def matched_children(hits: Sequence[ChildHit], parent_ids: Collection[str]) -> list[ChildHit]:
-    """The hits of the given parents, best first.
+Rankings = Sequence[Sequence[ChildHit]]
+"""A question's rankings of children: dense (any order: sorted here) and BM25's, best first."""
+
+
+def matched_children(rankings: Rankings, parent_ids: Collection[str]) -> list[ChildHit]:
+    """The given parents' children each ranking matched, the rankings taking turns.
+
+    The first ranking (dense) is put in similarity order; the others (BM25) come best first.
+    Their scores are on other scales, so their first rows are taken in turn, not by score.
 
     Example:
-        >>> hits = [ChildHit("a::00", "a", 0.5), ChildHit("b::00", "b", 0.7),
-        ...         ChildHit("a::01", "a", 0.9)]
-        >>> [h.child_id for h in matched_children(hits, {"a"})]
-        ['a::01', 'a::00']
+        >>> dense = [ChildHit("a::00", "a", 0.5), ChildHit("b::00", "b", 0.7),
+        ...          ChildHit("a::01", "a", 0.9)]
+        >>> bm25 = [ChildHit("a::02", "a", 7.0), ChildHit("a::00", "a", 5.0)]
+        >>> [h.child_id for h in matched_children([dense, bm25], {"a"})]
+        ['a::01', 'a::02', 'a::00']
     """
-    return nearest([hit for hit in hits if hit.parent_id in parent_ids], len(hits))
+    first, *others = rankings or [[]]
+    lists = [nearest(first, len(first)), *others]
+    mine = [[hit for hit in ranking if hit.parent_id in parent_ids] for ranking in lists]
+    out: dict[str, ChildHit] = {}
+    for turn in zip_longest(*mine):
+        for hit in turn:
+            if hit is not None and hit.child_id not in out:
+                out[hit.child_id] = hit
+    return list(out.values())
 
 
 def child_span(text: str, hit: ChildHit) -> Span | None:

@@ -37,7 +37,7 @@ from cardrag.retrievers.bm25 import known_share
 from cardrag.retrievers.bm25 import reads as bm25_reads
 from cardrag.retrievers.bm25 import rows_of as bm25_rows
 from cardrag.retrievers.bm25 import search as bm25_search
-from cardrag.retrievers.budget import budgeted, matched_children
+from cardrag.retrievers.budget import Rankings, budgeted, matched_children
 from cardrag.retrievers.candidates import (
     best_rows,
     card_rows_of,
@@ -238,7 +238,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             chosen, missing = self._select(ranked, pool, records)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(chosen), pool, floor)
             if fetch_more is None:
-                docs = finish(self._documents(rows, chosen, dense), missing)
+                docs = finish(self._documents(rows, chosen, [dense, lexical_hits]), missing)
                 if self.reranker is not None and docs:
                     docs = list(self.reranker.compress_documents(docs, query))
                 return docs[:want]
@@ -275,7 +275,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         if self.bm25 is None:  # lexical_on asks only with BM25 on: a guard for the type
             return []
         hits = bm25_search(self.bm25, query, n, allow_restricted=self.allow_restricted)
-        return [ChildHit(c, p, s) for c, p, s in hits]
+        return [ChildHit(c, p, s, complete=False) for c, p, s in hits]  # text read if shown
 
     def _rows_of(self, parent_ids: Sequence[str]) -> list[str]:
         """The child ids of the given parents (BM25 indexes every child row)."""
@@ -316,11 +316,11 @@ class ScoredParentDocumentRetriever(IndexedParents):
         return chosen, missing
 
     def _documents(
-        self, rows: Reader, chosen: Sequence[tuple[ParentHit, Document]], dense: list[ChildHit]
+        self, rows: Reader, chosen: Sequence[tuple[ParentHit, Document]], matches: Rankings
     ) -> list[Document]:
-        """The returned documents, matched rows read; under a budget cut to ``dense``'s matches."""
+        """The returned documents, matched rows read; under a budget cut to ``matches``' rows."""
         budget = self.max_parent_chars is not None or self.max_context_chars is not None
-        matched = matched_children(dense, {hit.parent_id for hit, _ in chosen}) if budget else []
+        matched = matched_children(matches, {hit.parent_id for hit, _ in chosen}) if budget else []
         read = rows.complete([*(hit.best for hit, _ in chosen), *matched])
         docs = [
             parent_document(replace(hit, best=b), record)

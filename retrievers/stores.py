@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
@@ -157,8 +157,17 @@ class StoreReader:
         return self.best_of(vector, rows_of(parent_ids), where)
 
     def complete(self, hits: Sequence[ChildHit]) -> list[ChildHit]:
-        """The hits as they are: a store's search returns text and metadata already."""
-        return list(hits)
+        """The hits with their text and metadata: a search returns them, BM25's are read by id."""
+        missing = [h.child_id for h in hits if not h.complete]
+        if not missing:
+            return list(hits)
+        read = {str(d.id): d for d in self.store.get_by_ids(list(dict.fromkeys(missing)))}
+        return [
+            replace(h, text=d.page_content, metadata=dict(d.metadata), complete=True)
+            if not h.complete and (d := read.get(h.child_id)) is not None
+            else h
+            for h in hits
+        ]
 
     def _hit(self, doc: Document, score: float) -> ChildHit | None:
         parent = doc.metadata.get(self.id_key)

@@ -2,7 +2,9 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.stores import InMemoryStore
+from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from cardrag import ScoredParentDocumentRetriever
 from cardrag.retrievers.budget import (
@@ -128,3 +130,25 @@ def test_the_budget_keeps_the_answer_and_the_order_on_every_store(
             pieces_of = [original.page_content[start:end] for start, end in spans]
             assert SEPARATOR.join(pieces_of) == doc.page_content
         assert case["answer"] in found[0].page_content, case["question"]
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_a_hybrid_retriever_keeps_the_child_bm25_matched_beside_the_best_one(kind: str) -> None:
+    sentences = [f"Sentence {i} talks about ordinary things." for i in range(120)]
+    sentences[77] = "The harbour of Zanzibar exported cloves."  # one child in 120, BM25's
+    text = " ".join(sentences)
+    kept = {}
+    for hybrid in (False, True):
+        retriever = ScoredParentDocumentRetriever(
+            vectorstore=new_store(kind, DeterministicFakeEmbedding(size=16)),
+            docstore=InMemoryStore(),
+            child_splitter=RecursiveCharacterTextSplitter(chunk_size=45, chunk_overlap=0),
+            hybrid=hybrid,
+            max_parent_chars=100,
+        )
+        retriever.add_documents([Document(text), Document("Tea and rice.")], ids=["long", "tea"])
+        (first, *_) = retriever.invoke("Which harbour exported cloves from Zanzibar?")
+        pieces_of = first.page_content.split(SEPARATOR)
+        assert first.metadata["matched_child_text"] in pieces_of  # the best child, always
+        kept[hybrid] = "The harbour of Zanzibar exported cloves." in pieces_of
+    assert kept == {False: False, True: True}  # dense alone matched 40 of the 120, not it
