@@ -26,13 +26,14 @@ functions, shared by the sync and async paths.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from itertools import zip_longest
 
 from langchain_core.documents import Document
 
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.child_hit import ChildHit, nearest
+from cardrag.retrievers.fusion import ParentHit
 
 MIN_WINDOW = 200
 """The least room, in characters, worth returning a lower-ranked parent in (less: dropped)."""
@@ -61,12 +62,17 @@ def matched_span(text: str, metadata: dict[str, object]) -> tuple[int, int]:
         >>> matched_span("Tea. Rice is a grain.", {"matched_child_text": "Rice is a grain."})
         (5, 21)
     """
-    start, end = metadata.get(md.MATCHED_START_INDEX), metadata.get(md.MATCHED_END_INDEX)
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text):
-        return start, end
     child = str(metadata.get(md.MATCHED_CHILD_TEXT) or "")
+    start, end = metadata.get(md.MATCHED_START_INDEX), metadata.get(md.MATCHED_END_INDEX)
+    return _located(text, start, end, child) or (0, 0)
+
+
+def _located(text: str, start: object, end: object, child: str) -> Span | None:
+    """A child's range in ``text``: its offsets where they fit, else where its text is found."""
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text):
+        return start, end
     found = text.find(child) if child else -1
-    return (found, found + len(child)) if found >= 0 else (0, 0)
+    return (found, found + len(child)) if found >= 0 else None
 
 
 def window(text: str, span: tuple[int, int], max_chars: int) -> tuple[int, int]:
@@ -129,28 +135,32 @@ Rankings = Sequence[Sequence[ChildHit]]
 """A question's rankings of children: dense (any order: sorted here) and BM25's, best first."""
 
 
-def matched_children(rankings: Rankings, parent_ids: Collection[str]) -> list[ChildHit]:
-    """The given parents' children each ranking matched, the rankings taking turns.
+def matched_children(rankings: Rankings, shown: Sequence[ParentHit]) -> list[ChildHit]:
+    """The shown parents' other children each ranking matched, the rankings taking turns.
 
     The first ranking (dense) is put in similarity order; the others (BM25) come best first.
     Their scores are on other scales, so their first rows are taken in turn, not by score.
+    Each parent's best child is left out: it is read and placed as the parent's match.
 
     Example:
         >>> dense = [ChildHit("a::00", "a", 0.5), ChildHit("b::00", "b", 0.7),
-        ...          ChildHit("a::01", "a", 0.9)]
+        ...          ChildHit("a::01", "a", 0.9), ChildHit("a::03", "a", 0.8)]
         >>> bm25 = [ChildHit("a::02", "a", 7.0), ChildHit("a::00", "a", 5.0)]
-        >>> [h.child_id for h in matched_children([dense, bm25], {"a"})]
-        ['a::01', 'a::02', 'a::00']
+        >>> shown = [ParentHit("a", 0.9, dense[2])]
+        >>> [h.child_id for h in matched_children([dense, bm25], shown)]
+        ['a::02', 'a::03', 'a::00']
     """
+    parents = {p.parent_id for p in shown}
+    best = {p.best.child_id for p in shown}
     first, *others = rankings or [[]]
     lists = [nearest(first, len(first)), *others]
-    mine = [[hit for hit in ranking if hit.parent_id in parent_ids] for ranking in lists]
+    mine = [[hit for hit in ranking if hit.parent_id in parents] for ranking in lists]
     out: dict[str, ChildHit] = {}
-    for turn in zip_longest(*mine):
+    for turn in zip_longest(*mine):  # a best child takes its ranking's turn, then is left out
         for hit in turn:
             if hit is not None and hit.child_id not in out:
                 out[hit.child_id] = hit
-    return list(out.values())
+    return [hit for child_id, hit in out.items() if child_id not in best]
 
 
 def child_span(text: str, hit: ChildHit) -> Span | None:
@@ -161,10 +171,7 @@ def child_span(text: str, hit: ChildHit) -> Span | None:
         (5, 21)
     """
     start, end = hit.metadata.get(md.START_INDEX), hit.metadata.get(md.END_INDEX)
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text):
-        return start, end
-    found = text.find(hit.text) if hit.text else -1
-    return (found, found + len(hit.text)) if found >= 0 else None
+    return _located(text, start, end, hit.text)
 
 
 def pieces(text: str, spans: Sequence[Span], max_chars: int) -> list[Span]:

@@ -320,11 +320,11 @@ class ScoredParentDocumentRetriever(IndexedParents):
     ) -> list[Document]:
         """The returned documents, matched rows read; under a budget cut to ``matches``' rows."""
         budget = self.max_parent_chars is not None or self.max_context_chars is not None
-        matched = matched_children(matches, {hit.parent_id for hit, _ in chosen}) if budget else []
+        matched = matched_children(matches, [hit for hit, _ in chosen]) if budget else []
         read = rows.complete([*(hit.best for hit, _ in chosen), *matched])
         docs = [
             parent_document(replace(hit, best=b), record)
-            for (hit, record), b in zip(chosen, read, strict=False)
+            for (hit, record), b in zip(chosen, read[: len(chosen)], strict=True)
         ]
         return budgeted(docs, self.max_parent_chars, self.max_context_chars, read[len(docs) :])
 
