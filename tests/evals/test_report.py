@@ -133,3 +133,14 @@ def test_the_machine_line_names_the_cores_and_python() -> None:
     assert machine().endswith(f", {os.cpu_count()} cores, Python {platform.python_version()}")
     if Path("/proc/cpuinfo").exists():  # Linux: the instruction set beside the CPU's name
         assert re.search(r" \((AVX-512|AVX2|no AVX2)( \([^)]*\))?\), ", machine())
+
+
+def test_a_switch_off_makes_an_avx512_machine_measure_avx2() -> None:
+    from cardrag.evals.report import effective_isa, instruction_set
+
+    assert effective_isa({"avx2", "avx512f"}) == "AVX-512"
+    assert effective_isa({"avx2", "avx512f"}, "X86_V4") == "AVX2"
+    assert effective_isa({"avx2", "avx512f"}, None, "Haswell") == "AVX2"
+    assert effective_isa({"avx2", "avx512f"}, None, None, "avx2") == "AVX2"
+    assert effective_isa({"avx2"}, "X86_V4") == "AVX2"
+    assert instruction_set({"avx512f"}, None, None, "avx2") == "AVX-512 (torch as avx2)"
