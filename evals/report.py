@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import platform
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,9 @@ def machine() -> str:
     return f"{model} ({isa}), {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def cpu() -> tuple[str, set[str]]:
-    """The CPU's model name and its flags, from ``/proc/cpuinfo`` (unknown elsewhere)."""
+@functools.cache
+def cpu() -> tuple[str, frozenset[str]]:
+    """The CPU's model name and its flags, from ``/proc/cpuinfo`` (read once; unknown elsewhere)."""
     model, flags = "unknown CPU", ""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
@@ -29,7 +32,7 @@ def cpu() -> tuple[str, set[str]]:
                 model = line.split(":", 1)[1].strip()
             elif line.startswith("flags") and not flags:
                 flags = line.split(":", 1)[1]
-    return model, set(flags.split())
+    return model, frozenset(flags.split())
 
 
 def _switches() -> tuple[str | None, str | None, str | None]:
@@ -44,13 +47,8 @@ def isa_label() -> str:
     return effective_isa(flags, *_switches())
 
 
-def effective_isa(
-    flags: set[str],
-    disabled: str | None = None,
-    blas: str | None = None,
-    torch: str | None = None,
-) -> str:
-    """The widest vector instructions the kernels use once the switches are applied.
+def effective_isa(flags: Set[str], *switches: str | None) -> str:
+    """The widest vector instructions the kernels use once any switch (``_switches``) is set.
 
     Example:
         >>> effective_isa({"avx2", "avx512f"})
@@ -61,11 +59,11 @@ def effective_isa(
         'AVX2'
     """
     widest = instruction_set(flags)
-    return "AVX2" if widest == "AVX-512" and (disabled or blas or torch) else widest
+    return "AVX2" if widest == "AVX-512" and any(switches) else widest
 
 
 def instruction_set(
-    flags: set[str],
+    flags: Set[str],
     disabled: str | None = None,
     blas: str | None = None,
     torch: str | None = None,
