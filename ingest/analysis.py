@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from typing import Any
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
@@ -52,6 +53,22 @@ def analyse(text: str, language: str, *, stem: bool) -> list[str]:
     if stem and language in STEMMERS:
         return list(stemmer(language).stemWords(tokens))
     return tokens
+
+
+def analyse_each(texts: Sequence[str], language: str, *, stem: bool) -> list[set[str]]:
+    """Each text's distinct BM25 tokens (:func:`analyse`), every distinct word stemmed once.
+
+    Example:
+        >>> [sorted(t) for t in analyse_each(["Tomando o comprimido", "tomar"], "pt", stem=True)]
+        [['comprim', 'tom'], ['tom']]
+    """
+    stop = _stopwords(language)
+    words = [{t for t in TOKEN.findall(text.lower()) if t not in stop} for text in texts]
+    if not (stem and language in STEMMERS):
+        return words
+    distinct = sorted(set().union(*words))
+    stems = dict(zip(distinct, stemmer(language).stemWords(distinct), strict=True))
+    return [{stems[w] for w in held} for held in words]
 
 
 @functools.cache

@@ -4,9 +4,11 @@ Whole parents are what ``ParentDocumentRetriever`` returns, and with whole long 
 parents k of them can fill a prompt (140,000 characters in one call of the how-to). Two limits,
 both off by default:
 
-* ``max_parent_chars``: each parent is cut to its matched children (the best first, then the
-  parent's other children in the question's window while they fit), each piece widened to
-  whole sentences where the room allows, at most this many characters together;
+* ``max_parent_chars``: each parent is cut to its matched children (the best child first,
+  then the sentences of the parent's other children in the question's window, those holding
+  the question's rarer words first, while they fit:
+  :mod:`~cardrag.retrievers.sentence_order`), each piece widened to whole sentences where the
+  room allows, at most this many characters together;
 * ``max_context_chars``: all returned parents together. The lowest-ranked parents are cut
   first (to their matched children), then dropped; a higher parent is never cut or dropped to
   keep a lower one. The first parent is always returned, cut to the budget at most.
@@ -34,6 +36,7 @@ from langchain_core.documents import Document
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.child_hit import ChildHit, nearest
 from cardrag.retrievers.fusion import ParentHit
+from cardrag.retrievers.sentence_order import by_question, language_of
 
 MIN_WINDOW = 200
 """The least room, in characters, worth returning a lower-ranked parent in (less: dropped)."""
@@ -260,15 +263,22 @@ def _sentence_end(text: str, end: int, highest: int) -> int:
     return max(finish, end)
 
 
-def cut(doc: Document, max_chars: int, matched: Sequence[ChildHit] = ()) -> Document:
+def cut(
+    doc: Document, max_chars: int, matched: Sequence[ChildHit] = (), question: str = ""
+) -> Document:
     """A whole parent cut to its matched children (:func:`pieces`): as it is if shorter.
 
     The best child is the one ``doc``'s metadata names (:func:`matched_span`); ``matched``
-    adds the parent's other children in the question's window, best first.
+    adds the parent's other children in the question's window, best first. With the
+    ``question``, those children are taken sentence by sentence, the sentences holding the
+    question's rarer words first (:func:`~cardrag.retrievers.sentence_order.by_question`).
     """
     text = doc.page_content
     spans = [matched_span(text, doc.metadata)]
     spans += [span for hit in matched if (span := child_span(text, hit)) and span not in spans]
+    if question and len(text) > max_chars and len(spans) > 1:
+        language = str(doc.metadata.get(md.LANGUAGE) or language_of(text[:2000]))
+        spans = [spans[0], *by_question(text, spans[1:], question, language)]
     ranges = pieces(text, [span for span in spans if span != (0, 0)], max_chars)
     if ranges == [(0, len(text))]:
         return doc
@@ -288,11 +298,13 @@ def budgeted(
     max_parent_chars: int | None,
     max_context_chars: int | None,
     matched: Sequence[ChildHit] = (),
+    question: str = "",
 ) -> list[Document]:
     """The returned parents within both budgets, in rank order (None: no limit).
 
-    Each whole parent is cut once, to the smaller of ``max_parent_chars`` and the context's
-    room left; ``matched`` holds the question's matched children (any parents'), best first.
+    Each whole parent is cut once (:func:`cut`), to the smaller of ``max_parent_chars`` and the
+    context's room left; ``matched`` holds the question's matched children (any parents'),
+    best first.
 
     Example:
         >>> docs = [Document("a" * 300, metadata={}), Document("b" * 300, metadata={})]
@@ -310,7 +322,7 @@ def budgeted(
                 break
             limit = room if limit is None else min(limit, room)
         own = [hit for hit in matched if hit.parent_id == doc.id]
-        fitted = cut(doc, limit, own) if limit is not None else doc
+        fitted = cut(doc, limit, own, question) if limit is not None else doc
         kept.append(fitted)
         if room is not None:
             room -= len(fitted.page_content)

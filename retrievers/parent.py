@@ -93,15 +93,10 @@ class ScoredParentDocumentRetriever(IndexedParents):
     ``TextSplitter``, documents from any loader), or over an index ``cardrag ingest`` built
     (:meth:`from_index`).
 
-    How many cards come back: ``k`` is an upper bound. The retriever returns exactly ``k``
-    distinct cards whenever at least ``k`` cards pass the filters (``filter``, restricted
-    cards) and ``min_similarity``, and otherwise every card that passes, best first: fewer
-    than ``k``, or an empty list when none does. It never pads the list with cards below the
-    gate, because a caller that answers from what it gets (the graph, an LCEL chain) must
-    not be handed a card the gate judged unrelated. With the multilingual model's gate a
-    question in a language the cards are not written in often returns fewer than ``k``
-    (for example one card at ``k=3``); pass ``min_similarity=None`` per call to rank
-    without the gate (left out, the retriever's own applies).
+    How many come back: ``k`` is an upper bound. Exactly ``k`` distinct parents whenever that
+    many pass the filters (``filter``, restricted cards) and ``min_similarity``, else every one
+    that passes, best first, or none: a caller that answers from what it gets is never handed
+    a parent the gate judged unrelated. ``min_similarity=None`` per call ranks without the gate.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -238,7 +233,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
             chosen, missing = self._select(ranked, pool, records)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(chosen), pool, floor)
             if fetch_more is None:
-                docs = finish(self._documents(rows, chosen, [dense, lexical_hits]), missing)
+                docs = finish(self._documents(rows, chosen, [dense, lexical_hits], query), missing)
                 if self.reranker is not None and docs:
                     docs = list(self.reranker.compress_documents(docs, query))
                 return docs[:want]
@@ -316,7 +311,11 @@ class ScoredParentDocumentRetriever(IndexedParents):
         return chosen, missing
 
     def _documents(
-        self, rows: Reader, chosen: Sequence[tuple[ParentHit, Document]], matches: Rankings
+        self,
+        rows: Reader,
+        chosen: Sequence[tuple[ParentHit, Document]],
+        matches: Rankings,
+        query: str,
     ) -> list[Document]:
         """The returned documents, matched rows read; under a budget cut to ``matches``' rows."""
         budget = self.max_parent_chars is not None or self.max_context_chars is not None
@@ -326,7 +325,8 @@ class ScoredParentDocumentRetriever(IndexedParents):
             parent_document(replace(hit, best=b), record)
             for (hit, record), b in zip(chosen, read[: len(chosen)], strict=True)
         ]
-        return budgeted(docs, self.max_parent_chars, self.max_context_chars, read[len(docs) :])
+        limits = (self.max_parent_chars, self.max_context_chars)
+        return budgeted(docs, *limits, read[len(docs) :], query)
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
         return self.similarity_gate if isinstance(per_call, _Gate) else per_call

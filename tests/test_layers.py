@@ -26,6 +26,7 @@ ALLOWED_FROM_INGEST = frozenset(
         "cardrag.ingest.lexical",  # BM25's index format
         "cardrag.ingest.analysis",  # a question is analysed as the rows were
         "cardrag.ingest.language",
+        "cardrag.ingest.sentences",  # a parent's sentences, cut as the sentence rows are
         "cardrag.ingest.metadata",  # the contracts
         "cardrag.ingest.settings",
     }

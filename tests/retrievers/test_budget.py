@@ -82,6 +82,19 @@ def test_the_other_matched_children_are_kept_in_text_order_while_they_fit() -> N
     assert all(len(cut(best, n, others).page_content) <= n for n in range(17, 90))
 
 
+def test_with_the_question_the_other_children_are_taken_by_the_sentences_it_asks_about() -> None:
+    text = "Rice is a grain. Cloves grow in Zanzibar. Tea is a drink. Maize is tall."
+    best = parent(text, 58, 72)  # "Maize is tall."
+    others = [ChildHit("p::00", "p", 0.8, text[:41]), ChildHit("p::02", "p", 0.7, text[42:57])]
+    # whole children, best first: the first child (two sentences) does not fit beside the best
+    assert cut(best, 45, others).page_content == "Tea is a drink. Maize is tall."
+    # by sentence: the one holding "cloves" and "grow" first, then the room is full
+    with_question = cut(best, 45, others, "Where do cloves grow?")
+    assert with_question.page_content == "Cloves grow in Zanzibar.\n…\nMaize is tall."
+    assert with_question.metadata[BUDGET_SPANS] == [[17, 41], [58, 72]]
+    assert cut(best, 200, others, "Where do cloves grow?").page_content == text  # it fits
+
+
 def test_pieces_nearly_touching_are_one_and_the_room_left_widens_them_to_sentences() -> None:
     assert pieces(TEXT, [(25, 32), (33, 37)], 40) == [(21, 50)]  # 1 apart: one range
     assert pieces(TEXT, [(25, 32)], 12) == [(21, 32)]  # 4 to the sentence's start, 7 short
@@ -132,23 +145,40 @@ def test_the_budget_keeps_the_answer_and_the_order_on_every_store(
         assert case["answer"] in found[0].page_content, case["question"]
 
 
-@pytest.mark.parametrize("kind", STORES)
-def test_a_hybrid_retriever_keeps_the_child_bm25_matched_beside_the_best_one(kind: str) -> None:
+def zanzibar(kind: str, **fields: Any) -> Document:
+    """The first parent a retriever over one long text and a short one returns for the question.
+
+    The long text is 120 one-sentence children, one of them about Zanzibar; 100 characters a
+    parent hold two of them.
+    """
     sentences = [f"Sentence {i} talks about ordinary things." for i in range(120)]
     sentences[77] = "The harbour of Zanzibar exported cloves."  # one child in 120, BM25's
-    text = " ".join(sentences)
+    retriever = ScoredParentDocumentRetriever(
+        vectorstore=new_store(kind, DeterministicFakeEmbedding(size=16)),
+        docstore=InMemoryStore(),
+        child_splitter=RecursiveCharacterTextSplitter(chunk_size=45, chunk_overlap=0),
+        max_parent_chars=100,
+        **fields,
+    )
+    docs = [Document(" ".join(sentences)), Document("Tea and rice.")]
+    retriever.add_documents(docs, ids=["long", "tea"])
+    (first, *_) = retriever.invoke("Which harbour exported cloves from Zanzibar?")
+    assert first.metadata["matched_child_text"] in first.page_content.split(SEPARATOR)
+    return first
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_a_hybrid_retriever_keeps_the_child_bm25_matched_beside_the_best_one(kind: str) -> None:
     kept = {}
-    for hybrid in (False, True):
-        retriever = ScoredParentDocumentRetriever(
-            vectorstore=new_store(kind, DeterministicFakeEmbedding(size=16)),
-            docstore=InMemoryStore(),
-            child_splitter=RecursiveCharacterTextSplitter(chunk_size=45, chunk_overlap=0),
-            hybrid=hybrid,
-            max_parent_chars=100,
-        )
-        retriever.add_documents([Document(text), Document("Tea and rice.")], ids=["long", "tea"])
-        (first, *_) = retriever.invoke("Which harbour exported cloves from Zanzibar?")
-        pieces_of = first.page_content.split(SEPARATOR)
-        assert first.metadata["matched_child_text"] in pieces_of  # the best child, always
+    for hybrid in (False, True):  # dense's window held to 40 of the 120 children
+        pieces_of = zanzibar(kind, hybrid=hybrid, max_fetch=40).page_content.split(SEPARATOR)
         kept[hybrid] = "The harbour of Zanzibar exported cloves." in pieces_of
     assert kept == {False: False, True: True}  # dense alone matched 40 of the 120, not it
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_of_the_matched_children_the_sentence_with_the_questions_words_is_kept(kind: str) -> None:
+    # dense's window grows to every child (two parents for k=4): the Zanzibar child is one of
+    # 119 matched, far down the fake ranking; its sentence holds the question's words
+    first = zanzibar(kind)
+    assert first.page_content.split(SEPARATOR)[0] == "The harbour of Zanzibar exported cloves."
