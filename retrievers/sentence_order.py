@@ -27,9 +27,10 @@ from cardrag.ingest.sentences import sentences
 
 Span = tuple[int, int]
 
-_sentences = functools.lru_cache(maxsize=256)(sentences)
+_sentences = functools.lru_cache(maxsize=64)(sentences)
 """The sentences of a parent (:func:`~cardrag.ingest.sentences.sentences`), cached: a parent
-returned again (a long document asked about twice) is not split again."""
+returned again (a long document asked about twice) is not split again. The cache holds its
+parents' texts: 64 of them keeps it small beside a docstore of long documents."""
 
 
 def by_question(text: str, children: Sequence[Span], question: str, language: str) -> list[Span]:
