@@ -48,8 +48,7 @@ def analyse(text: str, language: str, *, stem: bool) -> list[str]:
         >>> analyse("Taking the tablet", "en", stem=False)
         ['taking', 'tablet']
     """
-    stop = _stopwords(language)
-    tokens = [t for t in TOKEN.findall(text.lower()) if t not in stop]
+    tokens = _words(text, language)
     if stem and language in STEMMERS:
         return list(stemmer(language).stemWords(tokens))
     return tokens
@@ -62,13 +61,18 @@ def analyse_each(texts: Sequence[str], language: str, *, stem: bool) -> list[set
         >>> [sorted(t) for t in analyse_each(["Tomando o comprimido", "tomar"], "pt", stem=True)]
         [['comprim', 'tom'], ['tom']]
     """
-    stop = _stopwords(language)
-    words = [{t for t in TOKEN.findall(text.lower()) if t not in stop} for text in texts]
+    words = [set(_words(text, language)) for text in texts]
     if not (stem and language in STEMMERS):
         return words
     distinct = sorted(set().union(*words))
     stems = dict(zip(distinct, stemmer(language).stemWords(distinct), strict=True))
     return [{stems[w] for w in held} for held in words]
+
+
+def _words(text: str, language: str) -> list[str]:
+    """The lower-cased words of ``text``, ``language``'s stop words left out."""
+    stop = _stopwords(language)
+    return [t for t in TOKEN.findall(text.lower()) if t not in stop]
 
 
 @functools.cache

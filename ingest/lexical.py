@@ -24,7 +24,7 @@ from langchain_core.stores import BaseStore
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.analysis import analyse
-from cardrag.ingest.language import detect
+from cardrag.ingest.language import language_of
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class BM25Index:
                 str(meta.get(id_key, "")),
                 text,
                 meta.get(md.SENSITIVITY) == "restricted",
-                str(meta.get(md.LANGUAGE) or detect(text)),
+                language_of(meta, text),
             )
             for c, text, meta in rows
             if md.is_child(meta.get(md.CHUNK_INDEX))
@@ -265,7 +265,7 @@ class BM25Index:
             [str(meta.get(id_key, "")) for _, _, meta in kept],
             [text for _, text, _ in kept],
             [meta.get(md.SENSITIVITY) == "restricted" for _, _, meta in kept],
-            [str(meta.get(md.LANGUAGE) or detect(text)) for _, text, meta in kept],
+            [language_of(meta, text) for _, text, meta in kept],
             stemmed=stemmed,
             keep_texts=keep_texts,
         )

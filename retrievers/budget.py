@@ -34,9 +34,10 @@ from itertools import zip_longest
 from langchain_core.documents import Document
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.language import language_of
 from cardrag.retrievers.child_hit import ChildHit, nearest
 from cardrag.retrievers.fusion import ParentHit
-from cardrag.retrievers.sentence_order import by_question, language_of
+from cardrag.retrievers.sentence_order import by_question
 
 MIN_WINDOW = 200
 """The least room, in characters, worth returning a lower-ranked parent in (less: dropped)."""
@@ -277,7 +278,7 @@ def cut(
     spans = [matched_span(text, doc.metadata)]
     spans += [span for hit in matched if (span := child_span(text, hit)) and span not in spans]
     if question and len(text) > max_chars and len(spans) > 1:
-        language = str(doc.metadata.get(md.LANGUAGE) or language_of(text[:2000]))
+        language = language_of(doc.metadata, text[:2000])  # its opening says enough
         spans = [spans[0], *by_question(text, spans[1:], question, language)]
     ranges = pieces(text, [span for span in spans if span != (0, 0)], max_chars)
     if ranges == [(0, len(text))]:

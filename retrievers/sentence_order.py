@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 from cardrag.ingest.analysis import analyse_each
-from cardrag.ingest.language import detect
 from cardrag.ingest.sentences import sentences
 
 Span = tuple[int, int]
@@ -70,14 +69,3 @@ def by_question(text: str, children: Sequence[Span], question: str, language: st
         return sum(weight[token] for token in asked & held.get(s, set())) + 1 / (rank[s] + 1)
 
     return sorted(rank, key=lambda s: (-score(s), rank[s], s))
-
-
-@functools.lru_cache(maxsize=1024)
-def language_of(opening: str) -> str:
-    """The language of a parent read from its opening (up to 2,000 characters), cached.
-
-    Example:
-        >>> language_of("Posso tomar o comprimido com leite?")
-        'pt'
-    """
-    return detect(opening)

@@ -1,5 +1,6 @@
+from cardrag.ingest.language import language_of
 from cardrag.ingest.sentences import sentences
-from cardrag.retrievers.sentence_order import by_question, language_of
+from cardrag.retrievers.sentence_order import by_question
 
 TEXT = (
     "Rice is a grain. It grows in flooded fields. Tea is a drink. "
@@ -44,4 +45,4 @@ def test_words_meet_through_their_stems_in_the_parents_language() -> None:
     first, second = by_question(text, children, "Posso tomar o comprimido?", "pt")
     assert text[first[0] : first[1]] == "Tomando o comprimido com chá, espere uma hora."
     assert [first, second] == sorted(sentences(text), reverse=True)
-    assert language_of(text) == "pt"
+    assert language_of({}, text) == "pt"
