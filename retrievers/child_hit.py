@@ -7,12 +7,15 @@ or scan found them, so fusion's ranks do not depend on where a row came from.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.layout import RowKind
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,3 +83,32 @@ def nearest(hits: Sequence[ChildHit], n: int) -> list[ChildHit]:
         [ChildHit(child_id='b::00', parent_id='b', score=0.9, text='', metadata={}, complete=True)]
     """
     return sorted(hits, key=lambda h: (-h.score, h.child_id))[:n]
+
+
+def orphans(count: int, id_key: str, store: str = "the vector store") -> None:
+    """Log rows skipped for lacking ``id_key`` (LangChain's retriever skips them silently)."""
+    logger.warning(
+        "%d row(s) of %s have no %r metadata and were skipped: rows written around the "
+        "retriever (index(docs, manager, retriever.vectorstore)?) have no parent; write "
+        "through the retriever (add_documents, or index(docs, manager, retriever))",
+        count,
+        store,
+        id_key,
+    )
+
+
+def lean_hit(row_id: str, score: float, id_key: str) -> ChildHit | None:
+    """A row known by its id and score alone (None when the id is not a child id).
+
+    The parent and the chunk index come from the id (:func:`~cardrag.ingest.metadata.child_id`);
+    the text and the rest of the metadata are read later, for the rows shown.
+
+    Example:
+        >>> lean_hit("card-a::card", 0.5, "parent_id").metadata
+        {'parent_id': 'card-a', 'chunk_index': -1}
+    """
+    parsed = md.parse_child_id(row_id)
+    if parsed is None:
+        return None
+    parent, chunk = parsed
+    return ChildHit(row_id, parent, score, "", {id_key: parent, md.CHUNK_INDEX: chunk}, False)

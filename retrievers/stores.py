@@ -33,8 +33,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from cardrag.ingest.index.layout import RowKind, is_chroma
-from cardrag.retrievers.child_hit import ChildHit, best_hits, nearest
-from cardrag.retrievers.hits import orphans
+from cardrag.retrievers.child_hit import ChildHit, best_hits, nearest, orphans
 from cardrag.retrievers.similarity import cosine_similarities, unit_length
 
 logger = logging.getLogger(__name__)

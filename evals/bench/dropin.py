@@ -124,6 +124,7 @@ def dropin_section(dropped: dict[str, Any]) -> list[str]:
     if not dropped:
         return []
     lines = [
+        "",
         f"## Drop-in: the how-to on each store ({dropped['corpus']}, "
         f"{dropped['questions']} questions, k=4, question embedding excluded; dropin.py)",
         "",
@@ -138,4 +139,4 @@ def dropin_section(dropped: dict[str, Any]) -> list[str]:
             f"| {p50['ours']} | {p50['ours'] / p50['store']:.1f}x "
             f"| {p50['ours'] / p50['plain PDR']:.1f}x |"
         )
-    return [*lines, ""]
+    return lines

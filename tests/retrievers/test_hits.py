@@ -99,10 +99,10 @@ def test_rows_with_ids_of_their_own_are_read_by_their_metadata(
     assert (done.text, done.metadata, done.complete) == ("take iron tablets", meta, True)
 
 
-def test_a_shared_collection_is_read_unfiltered_only_while_it_holds_only_children(
+def test_a_users_collection_is_read_whole_and_checked_against_the_filters(
     reader_rows: RowReader, fake_embeddings: Embeddings
 ) -> None:
-    assert reader_rows.for_question() is reader_rows  # a collection per kind: no lookup
+    assert reader_rows.for_question() is reader_rows  # a collection per kind: nothing to drop
     one = Chroma(collection_name="made-by-hand", embedding_function=fake_embeddings)
     rows = [
         _row("iron", 0, "take iron tablets with orange juice"),
@@ -111,19 +111,40 @@ def test_a_shared_collection_is_read_unfiltered_only_while_it_holds_only_childre
         _row("tea", 0, "green tea and sleep"),
     ]
     one.add_documents(rows, ids=[r.id for r in rows])
-    shared = RowReader(Collections(children=one))
+    shared = RowReader(Collections(children=one)).for_question()
+    assert (shared.checked, shared.only_children) == (True, False)
     vector = fake_embeddings.embed_query("iron tablets")
     children = ["iron::00", "iron::01", "tea::00"]
-    mixed = shared.for_question()
-    assert not mixed.only_children  # the iron card row is there: filtered as before
-    assert [h.child_id for h in mixed.nearest(vector, 10, None, kind="child")] == children
+
+    def read(reader: RowReader) -> list[tuple[str, bool]]:
+        return [(h.child_id, h.complete) for h in reader.nearest(vector, 10, None, kind="child")]
+
+    # the card row is read: the filtered plan reads again (lean rows, text read if shown)
+    assert read(shared) == [(c, False) for c in children]
     one.delete(ids=["iron::card"])
-    plain = shared.for_question()
-    assert plain.only_children
-    assert [h.child_id for h in plain.nearest(vector, 10, None, kind="child")] == children
-    assert plain.nearest(vector, 10, None, kind="card") == []
+    whole = shared.nearest(vector, 10, None, kind="child")  # one query, the rows whole
+    assert [(h.child_id, h.complete, h.parent_id) for h in whole] == [
+        ("iron::00", True, "iron"),
+        ("iron::01", True, "iron"),
+        ("tea::00", True, "tea"),
+    ]
+    assert sorted(h.text for h in whole)[0] == "green tea and sleep"
     secret = _row("vault", 0, "iron tablets vault protocol", sensitivity="restricted")
     one.add_documents([secret], ids=[secret.id])
-    again = shared.for_question()  # looked up for every question: the new row is seen
-    assert not again.only_children
-    assert [h.child_id for h in again.nearest(vector, 10, None, kind="child")] == children
+    assert read(shared) == [(c, False) for c in children]  # the new row is seen, kept out
+    allowed = RowReader(Collections(children=one), allow_restricted=True).for_question()
+    assert sorted(read(allowed)) == [(c, True) for c in sorted([*children, "vault::00"])]
+    assert shared.nearest(vector, 10, {md.PARENT_ID: "tea"}, kind="child")[0].child_id == "tea::00"
+
+
+def test_a_shared_collection_beside_others_is_looked_up_for_every_question(
+    fake_embeddings: Embeddings,
+) -> None:
+    one = Chroma(collection_name="shared-children", embedding_function=fake_embeddings)
+    sentences = Chroma(collection_name="shared-sentences", embedding_function=fake_embeddings)
+    one.add_documents([_row("iron", 0, "take iron tablets")], ids=["iron::00"])
+    shared = RowReader(Collections(children=one, sentences=sentences))
+    assert (shared.for_question().only_children, shared.for_question().checked) == (True, False)
+    card = _row("iron", md.CARD_ROW, "iron tablets whole card")
+    one.add_documents([card], ids=[str(card.id)])
+    assert not shared.for_question().only_children  # looked up again: the card row is seen

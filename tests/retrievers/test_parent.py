@@ -71,13 +71,18 @@ def small(tmp_path: Path) -> ScoredParentDocumentRetriever:
 def windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The size of every Chroma vector query a retriever makes, in order."""
     asked: list[int] = []
-    original = RowReader._query
+    original, checked = RowReader._query, RowReader._checked
 
     def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
         asked.append(fetch)
         return original(self, store, vector, fetch, where)
 
+    def checked_spy(self: RowReader, vector: list[float], fetch: int, where: Any) -> Any:
+        asked.append(fetch)  # a user's collection: read whole, checked (the rows pass here)
+        return checked(self, vector, fetch, where)
+
     monkeypatch.setattr(RowReader, "_query", spy)
+    monkeypatch.setattr(RowReader, "_checked", checked_spy)
     return asked
 
 

@@ -30,5 +30,6 @@ def test_the_section_gives_ours_against_the_store_and_plain_pdr() -> None:
         "p50_ms": {"store": 2.0, "plain PDR": 2.5, "ours": 3.0},
     }
     lines = bench.dropin_section({"corpus": "9 documents", "questions": 5, "rows": [row]})
-    assert lines[-2] == "| FAISS | 1,236 | 2.0 | 2.5 | 3.0 | 1.5x | 1.2x |"
+    assert lines[-1] == "| FAISS | 1,236 | 2.0 | 2.5 | 3.0 | 1.5x | 1.2x |"
+    assert (lines[0], lines[1][:12]) == ("", "## Drop-in: ")  # a blank line before its title
     assert bench.dropin_section({}) == []
