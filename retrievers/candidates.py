@@ -17,6 +17,7 @@ from dataclasses import replace
 from cardrag.ingest import metadata as md
 from cardrag.retrievers.child_hit import ChildHit
 from cardrag.retrievers.fusion import ParentHit
+from cardrag.retrievers.reads import in_place
 from cardrag.retrievers.stores import Reader, StoreFilter
 
 
@@ -75,6 +76,12 @@ def card_rows_of(
     found = rows.by_ids(vector, [md.child_id(p, md.CARD_ROW) for p in asked], where, kind="card")
     with_row = {h.parent_id for h in found}
     return [h for h in found if h.parent_id not in windows], set(asked) - with_row
+
+
+@in_place
+def no_card_rows() -> tuple[list[ChildHit], set[str]]:
+    """:func:`card_rows_of` where card rows are off: none read, none missing (:func:`in_place`)."""
+    return [], set()
 
 
 def without_card_row(hits: Sequence[ChildHit], parents: set[str]) -> list[ChildHit]:

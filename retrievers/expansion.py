@@ -1,15 +1,15 @@
 """Small to big: ranked parent hits become the whole cards a caller may see, with provenance.
 
 Pure functions shared by the sync and async paths: which cards a caller may see
-(:func:`visible`), choosing the parents to return (:func:`select`), turning a docstore record
-into a returned document (:func:`parent_document`), and logging the parents the docstore lacks
-(:func:`finish`).
+(:func:`visible`), choosing the parents to return (:func:`select`, read by :func:`take`),
+turning a docstore record into a returned document (:func:`parent_document`), and logging the
+parents the docstore lacks (:func:`finish`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -51,6 +51,42 @@ def select(
         chosen.append((hit, parent))
         if len(chosen) == k:
             break
+    return chosen, missing
+
+
+def take(
+    ranked: Sequence[ParentHit],
+    k: int,
+    records: dict[str, Document | None],
+    read: Callable[[list[str]], Sequence[Document | None]],
+    *,
+    allow_restricted: bool,
+    allow_internal: bool = False,
+) -> tuple[list[tuple[ParentHit, Document]], list[str]]:
+    """The first ``k`` ranked parents that exist and may be shown, with their records.
+
+    :func:`select` over the records, read (``read``: the docstore's ``mget``) only where not
+    read yet (``records``, kept across one question's windows), a slice at a time (each read
+    opens files or makes a round trip).
+    """
+    chosen: list[tuple[ParentHit, Document]] = []
+    missing: list[str] = []
+    start = 0
+    while len(chosen) < k and start < len(ranked):
+        part = ranked[start : start + k - len(chosen)]
+        unread = [p.parent_id for p in part if p.parent_id not in records]
+        if unread:
+            records.update(zip(unread, read(unread), strict=True))
+        more, gone = select(
+            part,
+            [records[p.parent_id] for p in part],
+            k - len(chosen),
+            allow_restricted=allow_restricted,
+            allow_internal=allow_internal,
+        )
+        chosen += more
+        missing += gone
+        start += len(part)
     return chosen, missing
 
 

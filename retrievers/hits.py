@@ -8,21 +8,22 @@ Reads are lean: a hit first carries only its id, its score and what its id says 
 chunk index, :func:`~cardrag.ingest.metadata.child_id`); :meth:`RowReader.complete` reads the
 text and metadata of the rows the retriever returns (from beside the index where they are
 saved: :mod:`~cardrag.ingest.index.row_texts`). Reading metadata costs Chroma more than the
-vector search (10,000 cards, 16 rows: 3.1 ms with text and metadata, 1.5 ms with distances
-only). Every hit's score is a cosine similarity (:mod:`cardrag.retrievers.similarity`).
+vector search (10,000 cards, 16 rows: 3.1 ms with it, 1.5 ms with distances only). Every
+hit's score is a cosine similarity (:mod:`cardrag.retrievers.similarity`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.layout import RowKind, Where
 from cardrag.ingest.index.vectors import RowVectors
+from cardrag.retrievers.checked import checked_nearest
 from cardrag.retrievers.child_hit import (
     ChildHit,
     best_by_parent,
@@ -47,6 +48,11 @@ if TYPE_CHECKING:  # Chroma is the `chroma` extra: a RowReader exists only where
 SCAN_ROWS = 20_000
 """Saved rows up to which a window is found by scanning them (well under a millisecond at
 this size, against 2 to 3 ms for a Chroma query); a larger collection is asked (HNSW)."""
+
+SCORED_SENTENCES = 2_000
+"""Sentence rows of the candidate parents up to which their best ones are scored from the saved
+vectors (1,300 rows: 1.7 ms) rather than a window of all of them asked of Chroma (2.6 ms at
+126,000 rows; 12,000 rows of 40 parents of 30,000 characters would cost 15 ms)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +94,10 @@ class RowReader:
         query, and a retriever that doubles its window to find k parents among a few long ones
         does not pay a query per window.
         """
-        if self.checked and kind == "child" and (hits := self._checked(vector, fetch, where)):
-            return hits
+        if self.checked and kind == "child":
+            args = (self.collections.children, vector, fetch, where, self.id_key)
+            if hits := checked_nearest(*args, allow_restricted=self.allow_restricted):
+                return hits
         hits = []
         for store, only in self._plan(kind, where):
             if (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS:
@@ -169,14 +177,42 @@ class RowReader:
         hits = self._lean(self.collections.children, ids, scores)
         return nearest(hits, len(hits))
 
-    def scans(self, where: Where | None, kinds: Sequence[RowKind]) -> bool:
-        """Whether every window of ``kinds`` under ``where`` is scanned from saved vectors.
+    def sentences_by_parent(self, where: object) -> bool:
+        """Whether the sentence ranking is each candidate's best sentence (:meth:`best_sentences`).
 
-        Then a question's reads are all Python and NumPy in this process (no Chroma query),
-        and running them in threads at once only makes them wait for each other's GIL.
+        So where the saved sentence rows are more than :data:`SCAN_ROWS` and read unfiltered:
+        their window would cost another HNSW query (2.6 ms at 126,000 rows), while the
+        candidates' own rows are a few hundred, scored here.
         """
-        return all(
-            (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS
+        saved = self.vectors.sentences if self.vectors is not None else None
+        if saved is None or len(saved.ids) <= SCAN_ROWS or where is not None:
+            return False
+        return self._plan("sentence", None) == [(self.collections.sentences, None)]
+
+    def best_sentences(
+        self, vector: Sequence[float], parent_ids: Sequence[str]
+    ) -> list[ChildHit] | None:
+        """Each given parent's best sentence row, from the saved vectors, best first.
+
+        None where those parents hold more than :data:`SCORED_SENTENCES` rows (long parents):
+        scoring them would cost more than the window's query.
+        """
+        saved = self.vectors.sentences if self.vectors is not None else None
+        rows = saved.rows_by_parent if saved is not None else {}
+        if saved is None or sum(len(rows.get(p, ())) for p in set(parent_ids)) > SCORED_SENTENCES:
+            return None
+        ids, scores = best_of_parents(saved, vector, parent_ids)
+        hits = self._lean(cast("Chroma", self.collections.sentences), ids, scores)
+        return nearest(hits, len(hits))
+
+    def queries(self, where: Where | None, kinds: Sequence[RowKind]) -> int:
+        """How many Chroma queries a window of each of ``kinds`` under ``where`` takes.
+
+        The others are scans of saved vectors: Python and NumPy in this process, which run in
+        threads beside each other or beside a query only wait for each other's GIL.
+        """
+        return sum(
+            (saved := self._saved(store, only)) is None or len(saved.ids) > SCAN_ROWS
             for kind in kinds
             for store, only in self._plan(kind, where)
         )
@@ -230,46 +266,6 @@ class RowReader:
         )
         ids, scores = found["ids"][0], query_scores(found, vector, space)
         return self._lean(store, ids, scores)
-
-    def _checked(
-        self, vector: Sequence[float], fetch: int, where: Where | None
-    ) -> list[ChildHit] | None:
-        """The ``fetch`` nearest children read whole, unfiltered (None: a row the filters keep out).
-
-        One query instead of a lookup, a query and a read of the rows shown: 2.4 against
-        3.5 ms over 825 children. Filters only drop rows, so where none of the rows read is
-        one they drop, the filtered query would have read the same rows.
-        """
-        store = self.collections.children
-        found = store._collection.query(
-            query_embeddings=np.asarray([vector], dtype=np.float32),
-            n_results=fetch,
-            where=where,
-            include=[*query_include(vector), "metadatas", "documents"],  # type: ignore[list-item]
-        )
-        scores = query_scores(found, vector, collection_space(store))
-        metas, texts = (found["metadatas"] or [[]])[0], (found["documents"] or [[]])[0]
-        rows = zip(found["ids"][0], metas, texts, strict=True)
-        hits: list[ChildHit] = []
-        for (row_id, meta, text), score in zip(rows, scores, strict=True):
-            metadata = dict(meta or {})
-            if not self._passes(metadata):
-                return None
-            parent = metadata.get(self.id_key) or (md.parse_child_id(row_id) or (None,))[0]
-            if parent is not None:
-                hits.append(ChildHit(row_id, str(parent), score, text or "", metadata))
-        if len(hits) < len(scores):
-            orphans(len(scores) - len(hits), self.id_key, store._collection.name)
-        return nearest(hits, fetch)
-
-    def _passes(self, metadata: dict[str, Any]) -> bool:
-        """Whether the children's filters keep a row of the shared collection.
-
-        As with Chroma's ``$ne``, a row without the key passes.
-        """
-        if metadata.get(md.CHUNK_INDEX) == md.CARD_ROW:
-            return False
-        return self.allow_restricted or metadata.get(md.SENSITIVITY) != "restricted"
 
     def _lean(self, store: Chroma, ids: Sequence[str], scores: Sequence[float]) -> list[ChildHit]:
         """Hits known by id and score; rows whose id is not a child id get their metadata now."""

@@ -100,11 +100,10 @@ def best_of_parents(
     close = np.flatnonzero(rough >= ceiling - ROUGH_MARGIN)
     exact = np.asarray(cosine_similarities(vector, vectors.matrix[positions[close]]))
     segment_of = np.repeat(np.arange(len(parts)), lengths)[close]
-    ids: list[str] = []
-    best: list[float] = []
-    for n in range(len(parts)):
-        mine = np.flatnonzero(segment_of == n)
-        top = mine[int(np.argmax(exact[mine]))]  # the first of equal scores: lower child id
-        ids.append(vectors.ids[int(positions[close[top]])])
-        best.append(float(exact[top]))
-    return ids, best
+    # each parent's best: the first of its rows (lower child id) equal to its segment's maximum
+    most = np.full(len(parts), -np.inf)
+    np.maximum.at(most, segment_of, exact)
+    at_best = np.flatnonzero(exact == most[segment_of])
+    _, first = np.unique(segment_of[at_best], return_index=True)
+    top = at_best[first]
+    return [vectors.ids[int(i)] for i in positions[close[top]]], exact[top].tolist()

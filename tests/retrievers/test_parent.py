@@ -28,6 +28,7 @@ from cardrag.ingest.index.layout import NOT_RESTRICTED
 from cardrag.ingest.lexical import BM25Index
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers import hits as hits_module
 from cardrag.retrievers import parent
 from cardrag.retrievers.bm25 import reads, search
 from cardrag.retrievers.hits import RowReader
@@ -71,18 +72,18 @@ def small(tmp_path: Path) -> ScoredParentDocumentRetriever:
 def windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The size of every Chroma vector query a retriever makes, in order."""
     asked: list[int] = []
-    original, checked = RowReader._query, RowReader._checked
+    original, checked = RowReader._query, hits_module.checked_nearest
 
     def spy(self: RowReader, store: Any, vector: list[float], fetch: int, where: Any) -> Any:
         asked.append(fetch)
         return original(self, store, vector, fetch, where)
 
-    def checked_spy(self: RowReader, vector: list[float], fetch: int, where: Any) -> Any:
+    def checked_spy(store: Any, vector: list[float], fetch: int, *args: Any, **kw: Any) -> Any:
         asked.append(fetch)  # a user's collection: read whole, checked (the rows pass here)
-        return checked(self, vector, fetch, where)
+        return checked(store, vector, fetch, *args, **kw)
 
     monkeypatch.setattr(RowReader, "_query", spy)
-    monkeypatch.setattr(RowReader, "_checked", checked_spy)
+    monkeypatch.setattr(hits_module, "checked_nearest", checked_spy)
     return asked
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -118,8 +119,8 @@ def test_a_scanned_window_is_chromas_window_scored_as_rows_read_by_id(
     assert len(index.vectors.ids) <= SCAN_ROWS
     saved = RowReader(index.collections, vectors=index.vectors)
     chroma = RowReader(index.collections)
-    assert saved.scans(None, ["child", "card"])
-    assert not chroma.scans(None, ["child", "card"])
+    assert saved.queries(None, ["child", "card"]) == 0  # both scanned
+    assert chroma.queries(None, ["child", "card"]) == 2  # nothing saved: both asked
     every = list(index.vectors.ids)  # in the matrix's order: equal scores keep it
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
@@ -311,3 +312,48 @@ def test_with_sentence_rows_the_retriever_answers_as_without_saved_vectors(
         )
         moved += [d.id for d in plain] != [d.id for d in got]
     assert moved > 0  # the fourth ranking changes some order
+
+
+def test_past_scan_rows_the_sentence_ranking_is_each_candidates_best_saved_sentence(
+    sentence_index_dir: Path, fake_embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cardrag.ingest.settings import Settings
+    from cardrag.retrievers import hits as hits_module
+
+    index = open_index(sentence_index_dir, fake_embeddings)
+    assert index.vectors is not None
+    assert index.vectors.sentences is not None
+    saved = RowReader(index.collections, vectors=index.vectors)
+    assert not saved.sentences_by_parent(None)  # a window of them is one scan
+    monkeypatch.setattr(hits_module, "SCAN_ROWS", len(index.vectors.sentences.ids) - 1)
+    assert saved.sentences_by_parent(None)
+    assert not saved.sentences_by_parent({"topics": {"$contains": "pain"}})  # read filtered
+    assert not RowReader(index.collections).sentences_by_parent(None)  # nothing saved
+    parents = [f"card-syn-{i:06d}" for i in (0, 2, 3, 5)]  # 3 is restricted: no public row
+    every = list(index.vectors.sentences.ids)
+    for question in QUESTIONS:
+        vector = fake_embeddings.embed_query(question)
+        best = saved.best_sentences(vector, parents)
+        rows = saved.by_ids(vector, every, None, kind="sentence")  # from Chroma, every row
+        want = {}
+        for hit in rows:  # best first: each parent's first is its best
+            want.setdefault(hit.parent_id, (hit.child_id, hit.score))
+        assert [(h.child_id, h.score) for h in best] == sorted(
+            (want[p] for p in parents if p in want), key=lambda pair: -pair[1]
+        )
+        assert {h.parent_id for h in best} == {parents[0], parents[1], parents[3]}
+    asked: list[str] = []
+    query = RowReader._query
+
+    def spy(self: RowReader, store: Any, vector: Any, fetch: int, where: Any) -> Any:
+        asked.append(store._collection.name)
+        return query(self, store, vector, fetch, where)
+
+    monkeypatch.setattr(RowReader, "_query", spy)
+    monkeypatch.setattr(hits_module, "SCAN_ROWS", 0)  # every window asks Chroma
+    settings = Settings(min_similarity=-1.0, adaptive_fusion=False, bm25_weight=0.75)
+    retriever = ScoredParentDocumentRetriever.from_index(index, settings)
+    docs = retriever.invoke(QUESTIONS[0], k=6)
+    assert len(docs) == 6
+    assert asked  # the children's and the card rows' windows are queries
+    assert not [name for name in asked if name.endswith("sentences")]  # no sentence window
