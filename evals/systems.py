@@ -108,7 +108,7 @@ def index(
     """Write cards through the retriever's ``add_documents`` into a Chroma folder.
 
     The retriever returned carries the children's, the card rows' and the sentence rows'
-    vectors (``row_vectors``), as an ingest's index does.
+    vectors and texts (``row_vectors``), saved beside the index as an ingest saves them.
     """
     retriever = ScoredParentDocumentRetriever.over(
         open_collections(chroma_client(path), embeddings),
@@ -123,18 +123,16 @@ def index(
         disable=None,
     ):
         retriever.add_documents(list(cards[start : start + 256]))
-    # the children's vectors, read back once as an ingest saves them (every configured
+
+    # the rows' vectors and texts, saved beside the index as an ingest saves them (every
     # retriever over this index shares them: ours reads what it reads in the app)
-    collections = retriever.collections
-    cards_rows = collections.cards  # the whole-card rows' collection, if of its own
-    sentences = collections.sentences
-    retriever.row_vectors = replace(
-        RowVectors.from_collection(collections.children._collection),
-        cards=RowVectors.from_collection(cards_rows._collection) if cards_rows else None,
-        sentences=(
-            RowVectors.from_collection(sentences._collection) if sentences is not None else None
-        ),
-    )
+    def saved(store: Any, name: str) -> RowVectors | None:
+        return RowVectors.write(store._collection, path / f"saved-{name}") if store else None
+
+    stores = retriever.collections
+    children = RowVectors.write(stores.children._collection, path / "saved-children")
+    card_rows, sentences = saved(stores.cards, "cards"), saved(stores.sentences, "sentences")
+    retriever.row_vectors = replace(children, cards=card_rows, sentences=sentences)
     return retriever
 
 
