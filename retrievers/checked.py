@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.layout import Where
 from cardrag.retrievers.child_hit import ChildHit, nearest, orphans
-from cardrag.retrievers.similarity import collection_space, query_include, query_scores
+from cardrag.retrievers.similarity import scored_query
 
 if TYPE_CHECKING:  # Chroma is the `chroma` extra
     from langchain_chroma import Chroma
@@ -36,13 +34,7 @@ def checked_nearest(
     allow_restricted: bool,
 ) -> list[ChildHit] | None:
     """The ``fetch`` nearest rows read whole, unfiltered (None: a row the filters keep out)."""
-    found = store._collection.query(
-        query_embeddings=np.asarray([vector], dtype=np.float32),
-        n_results=fetch,
-        where=where,
-        include=[*query_include(vector), "metadatas", "documents"],  # type: ignore[list-item]
-    )
-    scores = query_scores(found, vector, collection_space(store))
+    found, scores = scored_query(store, vector, fetch, where, ("metadatas", "documents"))
     metas, texts = (found["metadatas"] or [[]])[0], (found["documents"] or [[]])[0]
     rows = zip(found["ids"][0], metas, texts, strict=True)
     hits: list[ChildHit] = []

@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-
 from cardrag.ingest import metadata as md
 from cardrag.ingest.index.layout import RowKind, Where
 from cardrag.ingest.index.vectors import RowVectors
@@ -33,12 +31,7 @@ from cardrag.retrievers.child_hit import (
     orphans,
 )
 from cardrag.retrievers.scan import best_of_parents, nearest_ids, scores_of
-from cardrag.retrievers.similarity import (
-    collection_space,
-    cosine_similarities,
-    query_include,
-    query_scores,
-)
+from cardrag.retrievers.similarity import cosine_similarities, scored_query
 
 if TYPE_CHECKING:  # Chroma is the `chroma` extra: a RowReader exists only where it is
     from langchain_chroma import Chroma
@@ -96,8 +89,8 @@ class RowReader:
         """
         if self.checked and kind == "child":
             args = (self.collections.children, vector, fetch, where, self.id_key)
-            if hits := checked_nearest(*args, allow_restricted=self.allow_restricted):
-                return hits
+            if (hits := checked_nearest(*args, allow_restricted=self.allow_restricted)) is not None:
+                return hits  # none of the rows read is one the filters drop
         hits = []
         for store, only in self._plan(kind, where):
             if (saved := self._saved(store, only)) is not None and len(saved.ids) <= SCAN_ROWS:
@@ -257,15 +250,8 @@ class RowReader:
         self, store: Chroma, vector: Sequence[float], fetch: int, where: Where | None
     ) -> list[ChildHit]:
         """One vector query: the ``fetch`` nearest rows of ``store``, scored (ids and scores)."""
-        space = collection_space(self.collections.children)
-        found = store._collection.query(
-            query_embeddings=np.asarray([vector], dtype=np.float32),
-            n_results=fetch,
-            where=where,
-            include=query_include(vector),  # type: ignore[arg-type]
-        )
-        ids, scores = found["ids"][0], query_scores(found, vector, space)
-        return self._lean(store, ids, scores)
+        found, scores = scored_query(store, vector, fetch, where)
+        return self._lean(store, found["ids"][0], scores)
 
     def _lean(self, store: Chroma, ids: Sequence[str], scores: Sequence[float]) -> list[ChildHit]:
         """Hits known by id and score; rows whose id is not a child id get their metadata now."""

@@ -93,6 +93,23 @@ def cosine_similarities(query: Sequence[float], rows: Any) -> list[float]:
     return [float(x) for x in dots / np.where(norms == 0, 1.0, norms)]
 
 
+def scored_query(
+    store: Any, vector: Sequence[float], fetch: int, where: Any, extra: Sequence[str] = ()
+) -> tuple[Any, list[float]]:
+    """One Chroma vector query of ``store``: what it returned, and each row's cosine.
+
+    It reads what scoring needs (:func:`query_include`) and ``extra`` (``metadatas``,
+    ``documents``) besides.
+    """
+    found = store._collection.query(
+        query_embeddings=np.asarray([vector], dtype=np.float32),
+        n_results=fetch,
+        where=where,
+        include=[*query_include(vector), *extra],
+    )
+    return found, query_scores(found, vector, collection_space(store))
+
+
 def collection_space(vectorstore: Any) -> str:
     """The distance space a Chroma collection declares (``l2`` is Chroma's default)."""
     config = vectorstore._collection.configuration or {}
