@@ -92,9 +92,10 @@ def best_of_parents(
     # a float32 product finds the few rows that can be each parent's best; only those
     # are scored exactly (a long parent's hundred rows cost one product, not a hundred
     # float64 cosines)
+    # the rows' saved lengths: computing them costs more than the product
     rows32 = np.asarray(vectors.matrix[positions], dtype=np.float32)
     query = np.asarray(vector, dtype=np.float32)
-    norms = np.linalg.norm(rows32, axis=1) * (np.linalg.norm(query) or 1.0)
+    norms = vectors.norms[positions] * (np.linalg.norm(query) or 1.0)
     rough = (rows32 @ query) / np.where(norms == 0, 1.0, norms)
     ceiling = np.repeat(np.maximum.reduceat(rough, starts), lengths)
     close = np.flatnonzero(rough >= ceiling - ROUGH_MARGIN)

@@ -34,6 +34,10 @@ READ_PAGE = 5000
 collection fails inside Chroma: "too many SQL variables")."""
 MATRIX, IDS = "vectors.npy", "ids.json"
 """The two files of a saved :class:`RowVectors`."""
+NORMS = "norms.npy"
+"""Each saved row's length, beside the matrix (a generation written before it has none)."""
+NORM_PAGE = 20_000
+"""Rows whose lengths are computed at a time where none were saved."""
 VECTORS = "vectors"
 """The folder of a generation that holds its children's vectors."""
 CARDS = "cards"
@@ -67,6 +71,21 @@ class RowVectors:
     texts: RowTexts | None = None
     """Each row's text and metadata, in the matrix's order (:mod:`.row_texts`); None for a
     generation written before they were saved (read from Chroma)."""
+
+    saved_norms: np.ndarray | None = None
+    """Each row's length as :data:`NORMS` holds it (memory-mapped); None: :attr:`norms`
+    computes them on first use."""
+
+    @functools.cached_property
+    def norms(self) -> np.ndarray:
+        """Each row's L2 length (float32): saved, else computed a page at a time on first use.
+
+        A scan of a long parent's hundred rows otherwise spends more on their lengths than on
+        the product (3,400 rows: 0.9 of 2.0 ms).
+        """
+        if self.saved_norms is not None:
+            return self.saved_norms
+        return row_norms(self.matrix)
 
     @functools.cached_property
     def positions(self) -> dict[str, int]:
@@ -118,6 +137,7 @@ class RowVectors:
         total = collection.count()
         ids: list[str] = []
         matrix: Any = None
+        norms: Any = None
         include = ["embeddings", "documents", "metadatas"]
         with RowTexts.writer(folder) as add:
             while len(ids) < total:
@@ -128,7 +148,9 @@ class RowVectors:
                 if matrix is None:
                     shape = (total, block.shape[1])
                     matrix = np.lib.format.open_memmap(folder / MATRIX, "w+", np.float32, shape)
+                    norms = np.lib.format.open_memmap(folder / NORMS, "w+", np.float32, (total,))
                 matrix[len(ids) : len(ids) + len(block)] = block
+                norms[len(ids) : len(ids) + len(block)] = row_norms(block)
                 ids += page["ids"]
                 for text, metadata in zip(page["documents"], page["metadatas"], strict=True):
                     add(text or "", dict(metadata or {}))
@@ -136,7 +158,8 @@ class RowVectors:
             np.save(folder / MATRIX, np.zeros((0, 0), dtype=np.float32))
         else:
             matrix.flush()
-            del matrix
+            norms.flush()
+            del matrix, norms
         (folder / IDS).write_text(json.dumps(ids), encoding="utf-8")
         loaded = cls.load(folder)
         assert loaded is not None  # just written
@@ -146,6 +169,7 @@ class RowVectors:
         """Write the matrix and the ids into ``folder``."""
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / MATRIX, np.asarray(self.matrix, dtype=np.float32))
+        np.save(folder / NORMS, self.norms)
         (folder / IDS).write_text(json.dumps(self.ids), encoding="utf-8")
 
     @classmethod
@@ -178,4 +202,19 @@ class RowVectors:
         cards = cls.load(folder / CARDS) if (folder / CARDS).is_dir() else None
         sentences = cls.load(folder / SENTENCES) if (folder / SENTENCES).is_dir() else None
         matrix = np.load(folder / MATRIX, mmap_mode="r")
-        return cls(ids, matrix, cards, sentences, RowTexts.load(folder))
+        norms = np.load(folder / NORMS, mmap_mode="r") if (folder / NORMS).is_file() else None
+        return cls(ids, matrix, cards, sentences, RowTexts.load(folder), norms)
+
+
+def row_norms(matrix: Any) -> np.ndarray:
+    """Each row's L2 length in float32, :data:`NORM_PAGE` rows at a time.
+
+    Example:
+        >>> row_norms(np.array([[3, 4], [0, 0]], dtype=np.float32)).tolist()
+        [5.0, 0.0]
+    """
+    out = np.empty(len(matrix), dtype=np.float32)
+    for start in range(0, len(matrix), NORM_PAGE):
+        block = np.asarray(matrix[start : start + NORM_PAGE], dtype=np.float32)
+        out[start : start + len(block)] = np.sqrt(np.einsum("ij,ij->i", block, block))
+    return out

@@ -22,3 +22,12 @@ def test_a_parents_best_row_is_chosen_by_its_exact_cosine_where_float32_ties() -
     assert ids == ["a::01", "b::00"]
     assert scores == [1.0, 0.0]
     assert scores_of(vectors, [1.0, 0.0], ["a::00"])[1][0] < 1.0  # the first is below, exactly
+
+
+def test_a_parents_best_row_is_the_nearest_in_angle_not_the_longest() -> None:
+    # a::00 has the larger dot product (6.0 against 0.1); a::01 points the question's way
+    matrix = np.array([[10.0, 0.0], [0.06, 0.08], [0.0, 0.0]], dtype=np.float32)
+    vectors = RowVectors(["a::00", "a::01", "b::00"], matrix)
+    ids, scores = best_of_parents(vectors, [0.6, 0.8], ["a", "b"])
+    assert ids == ["a::01", "b::00"]  # a zero row scores 0, not a division by zero
+    assert [round(s, 6) for s in scores] == [1.0, 0.0]

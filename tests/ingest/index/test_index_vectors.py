@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from cardrag.evals.bench.synthetic import synthetic_cards
 from cardrag.ingest.index import build_index, open_index
 from cardrag.ingest.index import vectors as vectors_module
-from cardrag.ingest.index.vectors import VECTORS, RowVectors
+from cardrag.ingest.index.vectors import NORMS, VECTORS, RowVectors
 from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.bm25 import rows_of
 from cardrag.retrievers.hits import SCAN_ROWS, RowReader
@@ -71,6 +71,9 @@ def test_rows_are_read_back_a_page_at_a_time(
     written = RowVectors.write(collection, tmp_path / VECTORS)  # into the file, page by page
     assert written.ids == whole.ids
     assert np.array_equal(written.matrix, whole.matrix)
+    assert written.saved_norms is not None  # each row's length, written page by page too
+    lengths = np.linalg.norm(np.asarray(whole.matrix, dtype=np.float64), axis=1)
+    assert np.allclose(written.saved_norms, lengths, rtol=1e-6, atol=0)
 
 
 def test_a_saved_matrix_loads_back_and_a_folder_without_one_is_none(tmp_path: Path) -> None:
@@ -80,7 +83,14 @@ def test_a_saved_matrix_loads_back_and_a_folder_without_one_is_none(tmp_path: Pa
     assert loaded is not None
     assert (loaded.ids, loaded.matrix.tolist()) == (saved.ids, saved.matrix.tolist())
     assert scores_of(loaded, [0.0, 1.0], ["b::00", "c::00"]) == (["b::00"], [pytest.approx(0.8)])
+    assert loaded.saved_norms is not None
+    assert loaded.norms.tolist() == [1.0, 1.0]
     assert RowVectors.load(tmp_path / "elsewhere") is None
+    (tmp_path / VECTORS / NORMS).unlink()  # a generation saved before the lengths were
+    older = RowVectors.load(tmp_path / VECTORS)
+    assert older is not None
+    assert older.saved_norms is None
+    assert older.norms.tolist() == [1.0, 1.0]  # computed on first use
 
 
 def test_each_parents_best_row_is_the_same_from_the_vectors_as_from_chroma(
