@@ -18,6 +18,11 @@ ROUGH_MARGIN = 1e-4
 """How far under a parent's best float32 cosine a row may be and still be scored exactly: well
 above float32's rounding of a 384-dimension cosine (about 384 x 6e-8 = 2.3e-5 at worst), so
 the row the exact cosine ranks first is always among them."""
+BLOCK_ROWS = 32
+"""Rows from which a parent's block of the matrix is read as a slice rather than gathered
+with the others' rows: 32 long parents' 3,400 rows of 413,000 cost 0.35 ms as slices against
+0.67 gathered; 91 short parents' 716 rows of 180,000 cost 0.27 ms as slices against 0.12
+gathered (Intel Xeon, warm)."""
 
 
 def scores_of(
@@ -79,32 +84,62 @@ def best_of_parents(
         >>> ids, [round(s, 3) for s in scores]
         (['a::01', 'b::00'], [1.0, 0.707])
     """
-    parts = [
-        (p, vectors.rows_by_parent[p])
-        for p in dict.fromkeys(parent_ids)
-        if p in vectors.rows_by_parent
-    ]
-    if not parts:
+    parents = [p for p in dict.fromkeys(parent_ids) if p in vectors.rows_by_parent]
+    if not parents:
         return [], []
-    positions = np.concatenate([rows for _, rows in parts])
-    lengths = np.array([len(rows) for _, rows in parts])
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     # a float32 product finds the few rows that can be each parent's best; only those
     # are scored exactly (a long parent's hundred rows cost one product, not a hundred
     # float64 cosines)
-    # the rows' saved lengths: computing them costs more than the product
-    rows32 = np.asarray(vectors.matrix[positions], dtype=np.float32)
     query = np.asarray(vector, dtype=np.float32)
-    norms = vectors.norms[positions] * (np.linalg.norm(query) or 1.0)
-    rough = (rows32 @ query) / np.where(norms == 0, 1.0, norms)
+    order, rows, lengths, products = _products(vectors, query, parents)
+    # the rows' saved lengths: computing them costs more than the product
+    norms = vectors.norms[rows] * (np.linalg.norm(query) or 1.0)
+    rough = products / np.where(norms == 0, 1.0, norms)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     ceiling = np.repeat(np.maximum.reduceat(rough, starts), lengths)
     close = np.flatnonzero(rough >= ceiling - ROUGH_MARGIN)
-    exact = np.asarray(cosine_similarities(vector, vectors.matrix[positions[close]]))
-    segment_of = np.repeat(np.arange(len(parts)), lengths)[close]
-    # each parent's best: the first of its rows (lower child id) equal to its segment's maximum
-    most = np.full(len(parts), -np.inf)
+    exact = np.asarray(cosine_similarities(vector, vectors.matrix[rows[close]]))
+    segment_of = np.repeat(np.arange(len(parents)), lengths)[close]
+    most = np.full(len(parents), -np.inf)
     np.maximum.at(most, segment_of, exact)
+    # each parent's best: of its rows equal to its maximum, the lower child id
     at_best = np.flatnonzero(exact == most[segment_of])
-    _, first = np.unique(segment_of[at_best], return_index=True)
-    top = at_best[first]
-    return [vectors.ids[int(i)] for i in positions[close[top]]], exact[top].tolist()
+    segments, first, counts = np.unique(segment_of[at_best], return_index=True, return_counts=True)
+    best = rows[close[at_best[first]]].tolist()
+    for n in np.flatnonzero(counts > 1).tolist():  # a tie (rare): rows of one block are not
+        tied = rows[close[at_best[segment_of[at_best] == segments[n]]]].tolist()
+        best[n] = min(tied, key=vectors.ids.__getitem__)  # in child-id order
+    score = exact[at_best[first]].tolist()
+    if order is None:
+        return [vectors.ids[n] for n in best], score
+    places = np.argsort(np.asarray(order)[segments], kind="stable").tolist()  # parents' order
+    return [vectors.ids[best[n]] for n in places], [score[n] for n in places]
+
+
+def _products(
+    vectors: RowVectors, query: np.ndarray, parents: list[str]
+) -> tuple[list[int] | None, np.ndarray, np.ndarray, np.ndarray]:
+    """Each parent's rows: their places in ``parents``, positions, counts and products.
+
+    A parent of at least :data:`BLOCK_ROWS` rows in one block of the matrix
+    (:attr:`RowVectors.spans`) is read as a slice, in place; the others' rows are gathered
+    together. Those long parents come first, hence each one's place in ``parents`` (None:
+    no parent was read as a slice, they are in order).
+    """
+    matrix = vectors.matrix
+    if vectors.longest < BLOCK_ROWS:  # short parents only: one gather
+        positions = [vectors.rows_by_parent[p] for p in parents]
+        rows = np.concatenate(positions)
+        return None, rows, np.array([len(p) for p in positions]), matrix[rows] @ query
+    spans = [vectors.spans.get(p) for p in parents]
+    blocks = [n for n, s in enumerate(spans) if s is not None and s[1] - s[0] >= BLOCK_ROWS]
+    taken = set(blocks)
+    rest = [n for n in range(len(parents)) if n not in taken]
+    positions = [np.arange(*span) for n in blocks if (span := spans[n]) is not None]
+    products = [matrix[p[0] : p[-1] + 1] @ query for p in positions]
+    positions += [vectors.rows_by_parent[parents[n]] for n in rest]
+    rows = np.concatenate(positions)
+    if rest:
+        products.append(matrix[rows[sum(len(p) for p in products) :]] @ query)
+    lengths = np.array([len(p) for p in positions])
+    return (blocks + rest) if blocks else None, rows, lengths, np.concatenate(products)

@@ -111,6 +111,33 @@ class RowVectors:
             for parent, found in rows.items()
         }
 
+    @functools.cached_property
+    def spans(self) -> dict[str, tuple[int, int]]:
+        """Each parent whose rows are one block of the matrix: ``(start, stop)``.
+
+        An ingest writes a parent's rows together, so every parent's are; a scan reads such a
+        block as a slice, not row by row. Parents whose rows are not one block are left out.
+
+        Example:
+            >>> RowVectors(["a::00", "b::00", "a::01"], np.eye(3, dtype=np.float32)).spans
+            {'b': (1, 2)}
+        """
+        return {
+            parent: (int(rows.min()), int(rows.max()) + 1)
+            for parent, rows in self.rows_by_parent.items()
+            if int(rows.max()) - int(rows.min()) + 1 == len(rows)
+        }
+
+    @functools.cached_property
+    def longest(self) -> int:
+        """The most rows any one parent has (0 without rows).
+
+        Example:
+            >>> RowVectors(["a::00", "b::00", "a::01"], np.eye(3, dtype=np.float32)).longest
+            2
+        """
+        return max((len(rows) for rows in self.rows_by_parent.values()), default=0)
+
     @classmethod
     def from_collection(cls, collection: Any) -> RowVectors:
         """Every row of a Chroma collection with its vector, read a page at a time."""

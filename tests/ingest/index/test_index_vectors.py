@@ -54,6 +54,8 @@ def test_an_ingest_saves_every_child_rows_vector_and_the_index_opens_them(
     for row_id, vector in zip(index.vectors.ids[:5], index.vectors.matrix[:5], strict=True):
         assert np.array_equal(vector, np.asarray(stored[row_id], dtype=np.float32))
     assert isinstance(index.vectors.matrix, np.memmap)  # not read into memory whole
+    # an ingest writes a parent's rows together: a scan reads each parent as one slice
+    assert set(index.vectors.spans) == set(index.vectors.rows_by_parent) != set()
 
 
 def test_rows_are_read_back_a_page_at_a_time(
