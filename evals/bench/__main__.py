@@ -268,6 +268,11 @@ def api_costs(
     return value, questions
 
 
+def measured_now() -> str:
+    """Today's date and this machine, said beside a section measured now."""
+    return f"{dt.datetime.now(dt.UTC):%Y-%m-%d} on {machine()}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every benchmark and write ``evals/bench.md``."""
     args = arguments().parse_args(argv)
@@ -284,8 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     def save(name: str, value: Any) -> None:
         sections[name] = value
         # sections re-run at different times can come from different machines: each says where
-        measured = sections.setdefault("measured", {})
-        measured[name] = f"{dt.datetime.now(dt.UTC):%Y-%m-%d} on {machine()}"
+        sections.setdefault("measured", {})[name] = measured_now()
         keep_by_isa(sections, name, value)
         RAW.write_text(json.dumps(sections, indent=2), encoding="utf-8")
 
