@@ -354,6 +354,13 @@ def test_past_scan_rows_the_sentence_ranking_is_each_candidates_best_saved_sente
             (want[p] for p in parents if p in want), key=lambda pair: -pair[1]
         )
         assert {h.parent_id for h in best} == {parents[0], parents[1], parents[3]}
+    held = sum(len(index.vectors.sentences.rows_by_parent.get(p, ())) for p in parents)
+    limit = hits_module.SCORED_SENTENCES
+    monkeypatch.setattr(hits_module, "SCORED_SENTENCES", held)
+    assert saved.best_sentences(vector, parents) is not None
+    monkeypatch.setattr(hits_module, "SCORED_SENTENCES", held - 1)
+    assert saved.best_sentences(vector, parents) is None  # more rows than scored: a window
+    monkeypatch.setattr(hits_module, "SCORED_SENTENCES", limit)
     asked: list[str] = []
     query = RowReader._query
 
