@@ -91,7 +91,7 @@ def best_of_parents(
     # are scored exactly (a long parent's hundred rows cost one product, not a hundred
     # float64 cosines)
     query = np.asarray(vector, dtype=np.float32)
-    order, rows, lengths, products = _products(vectors, query, parents)
+    rows, lengths, products = _products(vectors, query, parents)
     # the rows' saved lengths: computing them costs more than the product
     norms = vectors.norms[rows] * (np.linalg.norm(query) or 1.0)
     rough = products / np.where(norms == 0, 1.0, norms)
@@ -109,37 +109,34 @@ def best_of_parents(
     for n in np.flatnonzero(counts > 1).tolist():  # a tie (rare): rows of one block are not
         tied = rows[close[at_best[segment_of[at_best] == segments[n]]]].tolist()
         best[n] = min(tied, key=vectors.ids.__getitem__)  # in child-id order
-    score = exact[at_best[first]].tolist()
-    if order is None:
-        return [vectors.ids[n] for n in best], score
-    places = np.argsort(np.asarray(order)[segments], kind="stable").tolist()  # parents' order
-    return [vectors.ids[best[n]] for n in places], [score[n] for n in places]
+    return [vectors.ids[n] for n in best], exact[at_best[first]].tolist()
 
 
 def _products(
     vectors: RowVectors, query: np.ndarray, parents: list[str]
-) -> tuple[list[int] | None, np.ndarray, np.ndarray, np.ndarray]:
-    """Each parent's rows: their places in ``parents``, positions, counts and products.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each parent's row positions in turn, their counts, and each row's product with ``query``.
 
     A parent of at least :data:`BLOCK_ROWS` rows in one block of the matrix
-    (:attr:`RowVectors.spans`) is read as a slice, in place; the others' rows are gathered
-    together. Those long parents come first, hence each one's place in ``parents`` (None:
-    no parent was read as a slice, they are in order).
+    (:attr:`RowVectors.spans`) is read as a slice, in place; the other rows are gathered
+    together. A block's positions are in the matrix's order, not its child ids'.
     """
     matrix = vectors.matrix
-    if vectors.longest < BLOCK_ROWS:  # short parents only: one gather
-        positions = [vectors.rows_by_parent[p] for p in parents]
-        rows = np.concatenate(positions)
-        return None, rows, np.array([len(p) for p in positions]), matrix[rows] @ query
-    spans = [vectors.spans.get(p) for p in parents]
-    blocks = [n for n, s in enumerate(spans) if s is not None and s[1] - s[0] >= BLOCK_ROWS]
-    taken = set(blocks)
-    rest = [n for n in range(len(parents)) if n not in taken]
-    positions = [np.arange(*span) for n in blocks if (span := spans[n]) is not None]
-    products = [matrix[p[0] : p[-1] + 1] @ query for p in positions]
-    positions += [vectors.rows_by_parent[parents[n]] for n in rest]
+    any_long = vectors.longest >= BLOCK_ROWS  # else no span is looked up
+    spans = [vectors.spans.get(p) if any_long else None for p in parents]
+    block = np.array([s is not None and s[1] - s[0] >= BLOCK_ROWS for s in spans], dtype=bool)
+    positions = [
+        np.arange(*s) if is_block and s is not None else vectors.rows_by_parent[p]
+        for p, s, is_block in zip(parents, spans, block.tolist(), strict=True)
+    ]
     rows = np.concatenate(positions)
-    if rest:
-        products.append(matrix[rows[sum(len(p) for p in products) :]] @ query)
     lengths = np.array([len(p) for p in positions])
-    return (blocks + rest) if blocks else None, rows, lengths, np.concatenate(products)
+    if not block.any():
+        return rows, lengths, matrix[rows] @ query
+    products = np.empty(len(rows), dtype=np.float32)
+    gathered = np.repeat(~block, lengths)
+    products[gathered] = matrix[rows[gathered]] @ query
+    ends = np.cumsum(lengths)[block]
+    for start, stop in zip((ends - lengths[block]).tolist(), ends.tolist(), strict=True):
+        products[start:stop] = matrix[rows[start] : rows[stop - 1] + 1] @ query
+    return rows, lengths, products
