@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from cardrag.ingest import metadata as md
@@ -196,12 +197,43 @@ class RowReader:
         scoring them would cost more than the window's query.
         """
         saved = self.vectors.sentences if self.vectors is not None else None
-        rows = saved.rows_by_parent if saved is not None else {}
-        if saved is None or sum(len(rows.get(p, ())) for p in set(parent_ids)) > SCORED_SENTENCES:
+        if saved is None or not self._few_sentences(saved, parent_ids):
             return None
+        return self._scored_sentences(saved, vector, parent_ids)
+
+    def sentences_of(
+        self, vector: Sequence[float], parent_ids: Sequence[str], fetch: int
+    ) -> tuple[Callable[[], list[ChildHit]], bool]:
+        """The sentence ranking where :meth:`sentences_by_parent`, as a read; whether it queries.
+
+        The parents' best sentences (:meth:`best_sentences`, a scan), else a window of all
+        sentence rows (a query, which can run beside the scans of the same step).
+        """
+        saved = self.vectors.sentences if self.vectors is not None else None
+        if saved is not None and self._few_sentences(saved, parent_ids):
+            return partial(self._scored_sentences, saved, vector, parent_ids), False
+        return partial(self.nearest, vector, fetch, None, kind="sentence"), True
+
+    @staticmethod
+    def _few_sentences(saved: RowVectors, parent_ids: Sequence[str]) -> bool:
+        rows = saved.rows_by_parent
+        return sum(len(rows.get(p, ())) for p in set(parent_ids)) <= SCORED_SENTENCES
+
+    def _scored_sentences(
+        self, saved: RowVectors, vector: Sequence[float], parent_ids: Sequence[str]
+    ) -> list[ChildHit]:
         ids, scores = best_of_parents(saved, vector, parent_ids)
         hits = self._lean(cast("Chroma", self.collections.sentences), ids, scores)
         return nearest(hits, len(hits))
+
+    def window_queries(self, where: Where | None) -> list[bool]:
+        """Whether each window under ``where`` (children, card rows, sentence rows) is a query."""
+        return [self.queries(where, [kind]) > 0 for kind in ("child", "card", "sentence")]
+
+    def by_id_reads(self, where: Where | None) -> list[bool]:
+        """Whether reading children, and card rows, by id under ``where`` asks Chroma."""
+        kinds: tuple[RowKind, ...] = ("child", "card")
+        return [any(self._saved(s, f) is None for s, f in self._plan(k, where)) for k in kinds]
 
     def queries(self, where: Where | None, kinds: Sequence[RowKind]) -> int:
         """How many Chroma queries a window of each of ``kinds`` under ``where`` takes.

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -58,7 +58,7 @@ from cardrag.retrievers.fusion import (
 )
 from cardrag.retrievers.hits import RowReader
 from cardrag.retrievers.indexing import IndexedParents
-from cardrag.retrievers.reads import at_once, in_turn, nothing
+from cardrag.retrievers.reads import at_once, beside, in_turn, nothing
 from cardrag.retrievers.rerank import reranker_from
 from cardrag.retrievers.stores import (
     Reader,
@@ -181,17 +181,18 @@ class ScoredParentDocumentRetriever(IndexedParents):
         )
         # sentence rows, as BM25, abstain for a question surely in a language no card is in
         sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
-        by_parent = sentences_on and isinstance(rows, RowReader) and rows.sentences_by_parent(where)
+        by_parent = rows if isinstance(rows, RowReader) and sentences_on else None
+        by_parent = by_parent if by_parent and by_parent.sentences_by_parent(where) else None
         weights = self._weights(query)  # the question's, whatever the window
         # the first window is the same for any k up to candidate_parents: so are the first cards
         fetch = first_fetch(
             max(pool, self.candidate_parents), self.fetch_multiplier, self.max_fetch
         )
         records: dict[str, Document | None] = {}  # the docstore's, read once a question
-        together = self._together(rows, where, sentence_window=sentences_on and not by_parent)
         while True:
-            # the rankings' windows of the same size: children, card rows, sentence rows, BM25
-            hits, cards, sentences, lexical_hits = together(
+            # the rankings' windows of the same size: children, card rows, sentence rows, BM25;
+            # Chroma's queries on the pool, BM25 and scans here meanwhile
+            hits, cards, sentences, lexical_hits = self._reads(rows, where)(
                 partial(rows.nearest, vector, fetch, where, kind="child"),
                 partial(rows.nearest, vector, fetch, where, kind="card")
                 if self.card_rows
@@ -207,16 +208,22 @@ class ScoredParentDocumentRetriever(IndexedParents):
             found = [*(p.parent_id for p in lexical), *(h.parent_id for h in sentences)]
             candidates = [*(h.parent_id for h in hits), *found]
             rows_of = self._rows_of if isinstance(rows, RowReader) else best_rows(lexical)
-            extra, (more, no_row) = together(
+            # a large index: the candidates' best sentences, else a window of all
+            parents = [*candidates, *windows]
+            by_parent_read, asked = (
+                by_parent.sentences_of(vector, parents, fetch) if by_parent else (nothing, False)
+            )
+            settle = self._reads(rows, where, by_id=True, asked=asked)
+            extra, (more, no_row), by_parent_sentences = settle(
                 partial(resolve, rows, vector, windows, found, rows_of, where),
                 partial(card_rows_of, rows, vector, candidates, windows, cards, where)
                 if self.card_rows
                 else no_card_rows,
+                by_parent_read,
             )
             dense = without_card_row([*hits, *extra], no_row)
             cards = [*cards, *more]
-            if by_parent:  # a large index: the candidates' best sentences, else a window of all
-                sentences = self._sentences_of(rows, vector, [*candidates, *windows], fetch)
+            sentences = by_parent_sentences if by_parent is not None else sentences
             ranked = rank_parents(
                 [*dense, *cards, *sentences],
                 lexical,
@@ -228,10 +235,8 @@ class ScoredParentDocumentRetriever(IndexedParents):
             chosen, missing = self._select(ranked, pool, records)
             fetch_more = next_fetch(hits, fetch, self.max_fetch, len(chosen), pool, floor)
             if fetch_more is None:
-                docs = finish(self._documents(rows, chosen, [dense, lexical_hits], query), missing)
-                if self.reranker is not None and docs:
-                    docs = list(self.reranker.compress_documents(docs, query))
-                return docs[:want]
+                docs = self._documents(rows, chosen, [dense, lexical_hits], query)
+                return finish(docs, missing)[:want]
             fetch = fetch_more
 
     async def _aget_relevant_documents(
@@ -284,27 +289,22 @@ class ScoredParentDocumentRetriever(IndexedParents):
         may_see = {"allow_restricted": self.allow_restricted, "allow_internal": self.allow_internal}
         return take(ranked, k, records, self.docstore.mget, **may_see)
 
-    def _sentences_of(
-        self, rows: Reader, vector: list[float], parents: list[str], fetch: int
-    ) -> list[ChildHit]:
-        """A large index's sentence ranking: the parents' best sentences, else a window of all."""
-        best = cast(RowReader, rows).best_sentences(vector, parents)
-        return best if best is not None else rows.nearest(vector, fetch, None, kind="sentence")
+    def _reads(
+        self, rows: Reader, where: StoreFilter | None, *, by_id: bool = False, asked: bool = False
+    ) -> Any:
+        """How a step's reads run: the windows, or (``by_id``) the reads by id and sentences.
 
-    def _together(self, rows: Reader, where: StoreFilter | None, *, sentence_window: bool) -> Any:
-        """How a question's windows run: at once where two or more are Chroma queries.
-
-        Only Chroma's queries release the GIL (two take the time of one, at 10,000 cards: 1.6
-        against 2.9 ms); scans, BM25 and the Python around them hold it, and beside each other
-        or one query they only wait for it (one query, a scan and BM25 at 180,000 rows: 10.4 ms
-        at once, 9.7 in turn). Another store's reads run at once.
+        Chroma's queries on the pool, beside the scans, BM25 and the Python around them, which
+        hold the GIL and run here meanwhile (:func:`~cardrag.retrievers.reads.beside`);
+        ``asked``: the by-id step's sentence ranking is a query. Another store's reads at once.
         """
         if not self.concurrent_reads:
             return in_turn
         if not isinstance(rows, RowReader) or callable(where):
             return at_once
-        kinds = [k for k in self._kinds if k != "sentence" or sentence_window]
-        return at_once if rows.queries(where, kinds) > 1 else in_turn
+        if by_id:
+            return beside([*rows.by_id_reads(where), asked])
+        return beside([*rows.window_queries(where), False])
 
     def _documents(
         self,
@@ -313,7 +313,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         matches: Rankings,
         query: str,
     ) -> list[Document]:
-        """The returned documents, matched rows read; under a budget cut to ``matches``' rows."""
+        """The returned documents: matched rows read, a budget's cut, the reranker's order last."""
         budget = self.max_parent_chars is not None or self.max_context_chars is not None
         matched = matched_children(matches, [hit for hit, _ in chosen]) if budget else []
         read = rows.complete([*(hit.best for hit, _ in chosen), *matched])
@@ -322,7 +322,10 @@ class ScoredParentDocumentRetriever(IndexedParents):
             for (hit, record), b in zip(chosen, read[: len(chosen)], strict=True)
         ]
         limits = (self.max_parent_chars, self.max_context_chars)
-        return budgeted(docs, *limits, read[len(docs) :], query)
+        docs = budgeted(docs, *limits, read[len(docs) :], query)
+        if self.reranker is not None and docs:
+            docs = list(self.reranker.compress_documents(docs, query))
+        return docs
 
     def _floor(self, per_call: float | _Gate | None) -> float | None:
         return self.similarity_gate if isinstance(per_call, _Gate) else per_call

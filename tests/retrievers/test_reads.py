@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from cardrag.retrievers.reads import at_once, in_place, in_turn, nothing, read_pool
+from cardrag.retrievers.reads import at_once, beside, in_place, in_turn, nothing, read_pool
 
 
 def test_a_forked_worker_gets_a_read_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,3 +42,24 @@ def test_a_read_marked_in_place_runs_here() -> None:
         return threading.current_thread().name
 
     assert at_once(nothing, here) == [[], threading.current_thread().name]
+
+
+def test_beside_runs_the_queries_on_the_pool_and_the_other_reads_here() -> None:
+    def name() -> str:
+        return threading.current_thread().name
+
+    here = threading.current_thread().name
+    query, scan, off, lexical = beside([True, False, True, False])(name, name, nothing, name)
+    assert query.startswith("cardrag-read")
+    assert (scan, off, lexical) == (here, [], here)
+
+
+def test_beside_with_nothing_but_queries_runs_the_first_here() -> None:
+    def name() -> str:
+        return threading.current_thread().name
+
+    here = threading.current_thread().name
+    first, off, second = beside([True, False, True])(name, nothing, name)
+    assert (first, off) == (here, [])
+    assert second.startswith("cardrag-read")
+    assert beside([True, True])(nothing, name) == [[], here]  # an empty ranking is no query

@@ -133,6 +133,9 @@ def test_a_scanned_window_is_chromas_window_scored_as_rows_read_by_id(
     chroma = RowReader(index.collections)
     assert saved.queries(None, ["child", "card"]) == 0  # both scanned
     assert chroma.queries(None, ["child", "card"]) == 2  # nothing saved: both asked
+    assert saved.window_queries(None)[:2] == [False, False]
+    assert chroma.window_queries(None)[:2] == [True, True]
+    assert (saved.by_id_reads(None), chroma.by_id_reads(None)) == ([False, False], [True, True])
     every = list(index.vectors.ids)  # in the matrix's order: equal scores keep it
     for question in QUESTIONS:
         vector = fake_embeddings.embed_query(question)
@@ -358,8 +361,14 @@ def test_past_scan_rows_the_sentence_ranking_is_each_candidates_best_saved_sente
     limit = hits_module.SCORED_SENTENCES
     monkeypatch.setattr(hits_module, "SCORED_SENTENCES", held)
     assert saved.best_sentences(vector, parents) is not None
+    read, is_query = saved.sentences_of(vector, parents, 8)
+    assert (read(), is_query) == (saved.best_sentences(vector, parents), False)  # a scan
     monkeypatch.setattr(hits_module, "SCORED_SENTENCES", held - 1)
     assert saved.best_sentences(vector, parents) is None  # more rows than scored: a window
+    read, is_query = saved.sentences_of(vector, parents, 8)
+    window = saved.nearest(vector, 8, None, kind="sentence")
+    assert (read(), is_query) == (window, True)  # a query, of every sentence row
+    assert len(window) == 8
     monkeypatch.setattr(hits_module, "SCORED_SENTENCES", limit)
     asked: list[str] = []
     query = RowReader._query
@@ -376,3 +385,52 @@ def test_past_scan_rows_the_sentence_ranking_is_each_candidates_best_saved_sente
     assert len(docs) == 6
     assert asked  # the children's and the card rows' windows are queries
     assert not [name for name in asked if name.endswith("sentences")]  # no sentence window
+
+
+def test_queries_run_on_the_pool_while_bm25_and_the_scans_run_here(
+    sentence_index_dir: Path, fake_embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from cardrag.ingest.settings import Settings
+    from cardrag.retrievers import hits as hits_module
+    from cardrag.retrievers import parent as parent_module
+
+    index = open_index(sentence_index_dir, fake_embeddings)
+    monkeypatch.setattr(hits_module, "SCAN_ROWS", 0)  # every window a query, as past 20,000
+    monkeypatch.setattr(hits_module, "SCORED_SENTENCES", 0)  # the sentences: a window of all
+    threads: list[tuple[str, str]] = []
+
+    def spy(cls: Any, name: str, label: Callable[..., str]) -> None:
+        original = getattr(cls, name)
+
+        def spied(*args: Any) -> Any:
+            threads.append((label(*args), threading.current_thread().name))
+            return original(*args)
+
+        monkeypatch.setattr(cls, name, spied)
+
+    spy(RowReader, "_query", lambda self, store, *_: store._collection.name.rsplit("_")[-1])
+    spy(parent_module, "resolve", lambda *_: "resolve")  # BM25's parents' rows, a scan
+    spy(parent_module, "card_rows_of", lambda *_: "card rows of")  # by id, a scan
+    spy(ScoredParentDocumentRetriever, "_lexical", lambda *_: "bm25")
+    settings = Settings(min_similarity=-1.0, adaptive_fusion=False, bm25_weight=0.75)
+    retriever = ScoredParentDocumentRetriever.from_index(index, settings)
+    here = threading.current_thread().name
+    for question in QUESTIONS:
+        threads.clear()
+        together = [(d.id, d.metadata["score"]) for d in retriever.invoke(question, k=6)]
+        kinds = {kind: name == here for kind, name in threads}
+        assert kinds == {
+            "children": False,
+            "cards": False,
+            "sentences": False,
+            "bm25": True,
+            "resolve": True,
+            "card rows of": True,
+        }
+        retriever.concurrent_reads = False
+        threads.clear()
+        assert [(d.id, d.metadata["score"]) for d in retriever.invoke(question, k=6)] == together
+        assert {name for _, name in threads} == {here}
+        retriever.concurrent_reads = True
