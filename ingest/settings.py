@@ -241,9 +241,9 @@ class Settings(BaseSettings):
     """Most children fetched for one question, however many parents are still missing."""
 
     concurrent_reads: bool = True
-    """Make a question's independent index reads at the same time (the vector queries and
-    BM25, then the reads by id): shorter requests on an idle machine; set false when a server
-    runs as many busy workers as cores."""
+    """Make a question's independent index reads at the same time (its Chroma queries on a
+    small pool while BM25 and the scans run in the calling thread): shorter requests on an
+    idle machine; set false when a server runs as many busy workers as cores."""
 
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
     """Parents whose best dense similarity is below this are dropped (the refusal gate);

@@ -226,10 +226,10 @@ class ScoredParentFields(ParentDocumentRetriever):
     first parents returned do not depend on ``k`` up to it (the fused order depends on the
     window); only the ``k`` returned are read from the parent store. 1: sized by ``k`` alone."""
     concurrent_reads: bool = default("concurrent_reads")
-    """Make the independent reads of one question at the same time (the vector queries and
-    BM25; then the reads by id; then the matched rows and the docstore), on a small shared
-    thread pool. False reads one after the other (one core per request, for a server that
-    runs as many workers as cores)."""
+    """Make the independent reads of one question at the same time: its Chroma queries on a
+    small shared thread pool while BM25 and the scans of saved vectors run in the calling
+    thread (another store's reads all at once). False reads one after the other (one core
+    per request, for a server that runs as many workers as cores)."""
 
     def __init__(self, **data: Any) -> None:
         """Validate the fields; a problem is a ``ValueError`` whose message names the field."""
