@@ -29,7 +29,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
 from cardrag.ingest import metadata as md
-from cardrag.ingest.index.layout import RowKind, is_chroma, merge_filters
+from cardrag.ingest.index.layout import is_chroma, merge_filters
 from cardrag.ingest.index.manifest import ranked_rows
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
@@ -181,6 +181,7 @@ class ScoredParentDocumentRetriever(IndexedParents):
         )
         # sentence rows, as BM25, abstain for a question surely in a language no card is in
         sentences_on = self.sentence_rows and (self.bm25 is None or bm25_reads(self.bm25, query))
+        # the reader, where the sentence ranking is each candidate's best sentence (large index)
         by_parent = rows if isinstance(rows, RowReader) and sentences_on else None
         by_parent = by_parent if by_parent and by_parent.sentences_by_parent(where) else None
         weights = self._weights(query)  # the question's, whatever the window
@@ -251,12 +252,6 @@ class ScoredParentDocumentRetriever(IndexedParents):
             self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **options
         )
         return await run_in_executor(None, body)
-
-    @property
-    def _kinds(self) -> list[RowKind]:
-        """The kinds of row this retriever ranks (children always)."""
-        kinds: list[RowKind] = ["child"]
-        return kinds + ["card"] * self.card_rows + ["sentence"] * self.sentence_rows
 
     def _weights(self, query: str) -> FusionWeights:
         """The rankings' weights for one question: BM25's by the share of its words it knows."""
