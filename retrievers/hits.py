@@ -196,10 +196,8 @@ class RowReader:
         None where those parents hold more than :data:`SCORED_SENTENCES` rows (long parents):
         scoring them would cost more than the window's query.
         """
-        saved = self.vectors.sentences if self.vectors is not None else None
-        if saved is None or not self._few_sentences(saved, parent_ids):
-            return None
-        return self._scored_sentences(saved, vector, parent_ids)
+        read, asks = self.sentences_of(vector, parent_ids, 0)
+        return None if asks else read()
 
     def sentences_of(
         self, vector: Sequence[float], parent_ids: Sequence[str], fetch: int
