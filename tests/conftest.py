@@ -103,8 +103,9 @@ class RealEngineInFastTestError(RuntimeError):
 
 
 def refuse_real_engines(setattr_: Callable[[Any, str, Any], None], who: str) -> None:
-    """Make constructing a real embedding model or the reranker raise, naming ``who``."""
+    """Make constructing a real embedding model, the reranker or the judge raise, naming ``who``."""
     import cardrag.ingest.embeddings as embeddings
+    import cardrag.retrievers.judge.encoder as encoder
     import cardrag.retrievers.rerank as rerank
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -114,6 +115,7 @@ def refuse_real_engines(setattr_: Callable[[Any, str, Any], None], who: str) -> 
     setattr_(embeddings, "BACKENDS", dict.fromkeys(embeddings.BACKENDS, refuse))
     setattr_(embeddings, "HuggingFaceEmbeddings", refuse)
     setattr_(rerank, "OnnxCrossEncoder", refuse)
+    setattr_(encoder.Encoder, "shipped", refuse)  # the answer judge's frozen layers
 
 
 def pytest_configure(config: pytest.Config) -> None:
