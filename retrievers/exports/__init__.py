@@ -9,6 +9,7 @@ this folder, so the repository keeps its four top-level folders.)
 """
 
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.judge.cross_encoder import AnswerJudge
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
-__all__ = ["CardSplitter", "ScoredParentDocumentRetriever"]
+__all__ = ["AnswerJudge", "CardSplitter", "ScoredParentDocumentRetriever"]
