@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: help .venv app-venv demo test test-fast ingest ingest-clean lint eval eval-shared bench bench-avx2 serve notebook tune
+.PHONY: help .venv app-venv demo test test-fast ingest ingest-clean lint eval eval-shared bench bench-avx2 serve notebook tune judge judge-check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -62,6 +62,12 @@ eval-shared: .venv ## the retrieval comparison on every ../shared dataset presen
 
 tune: .venv ## choose chunk budgets and fusion weights on the golden set (CASES=, DATASET=) -> cardrag.toml
 	$(PY) -m cardrag.evals.tune $(if $(CASES),--cases $(CASES)) $(if $(DATASET),--dataset $(DATASET) --level $(or $(LEVEL),paragraph))
+
+judge: .venv ## train the answer judge (../shared's SQuAD 2.0 pt/es, the matrix's tuning cards, tuning questions; ~13 min) -> retrievers/judge/
+	OMP_NUM_THREADS=$(or $(THREADS),2) $(PY) -m cardrag.evals.judge
+
+judge-check: .venv ## retrain the judge into build/judge/ and compare its figures with the shipped ones
+	OMP_NUM_THREADS=$(or $(THREADS),2) $(PY) -m cardrag.evals.judge --check
 
 notebook: .venv ## execute notebooks/chunking_budgets.ipynb (nbmake; CI runs it)
 	$(PY) -m pytest -p no:cacheprovider --nbmake --nbmake-timeout=900 notebooks/chunking_budgets.ipynb

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cardrag.evals.judge.report import judge_regressions
+
 THRESHOLDS = Path(__file__).resolve().parent / "thresholds.toml"
 """The gate's floors and margins, each with the measurement that set it."""
 GATED_METRICS = ("recall@1", "recall@5", "mrr@10", "ndcg@10")
@@ -71,6 +73,7 @@ def regressions(report: dict[str, Any], thresholds: dict[str, Any]) -> list[str]
             if (side == "min" and value < bound) or (side == "max" and value > bound):
                 problems.append(f"{what} {name} {value} outside the {side} {bound}")
     problems += matrix_regressions(report, thresholds)
+    problems += judge_regressions(report, thresholds)
     problems += [
         f"red team {r['case_id']} ({r['mode']}): {'; '.join(r['failures'])}"
         for r in report["redteam"]["results"]

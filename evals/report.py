@@ -11,6 +11,8 @@ from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
+from cardrag.evals.judge.report import render_judge
+
 METRICS = ["recall@1", "recall@5", "mrr@10", "ndcg@10", "hit@5", "parents@5", "ms/query"]
 
 
@@ -172,6 +174,8 @@ def render_dataset(name: str, entry: dict[str, Any]) -> list[str]:
         lines += render_answerability(entry["answerability"])
     if "matrix" in entry:
         lines += render_matrix(entry["matrix"])
+    if "judge" in entry:
+        lines += render_judge(entry["judge"])
     if "eval_seconds" in entry:
         lines += ["", f"`make eval` took {entry['eval_seconds']} s."]
     return [*lines, ""]

@@ -46,6 +46,7 @@ from cardrag.evals.cases import (
 )
 from cardrag.evals.datasets import Dataset, Level, load_beir, load_golden
 from cardrag.evals.gate import offtopic_refusals
+from cardrag.evals.judge.report import judge_entry
 from cardrag.evals.matrix import matrix_checks
 from cardrag.evals.metrics import evaluate
 from cardrag.evals.names import names_checks
@@ -69,8 +70,7 @@ from cardrag.ingest.splitter import CardSplitter
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 EVALS_DIR = Path(__file__).resolve().parent
-APP_SAMPLE = 100
-"""Questions of a shared dataset answered through the whole graph (``dataset_app_checks``)."""
+APP_SAMPLE = 100  # questions of a shared dataset answered through the whole graph
 APP_SEED = 0  # the sample's seed: the same questions every run
 
 
@@ -299,9 +299,9 @@ def golden_entry(embeddings: Embeddings, settings: Settings, work: Path) -> dict
     entry["names_as_written"] = names_checks(lambda text: answer(text, replace(app, names=None)))
     entry["partial"] = partial_checks(lambda text: answer(text, app))
     entry["matrix"] = matrix_checks(lambda text: answer(text, app))
-    entry["names_dictionary_only"] = names_checks(  # the cards' aliases left out
-        lambda text: answer(text, replace(app, names=names_of(app.retriever)))
-    )
+    entry["judge"] = judge_entry(settings)  # the answer judge alone, beside the cosine
+    dictionary_only = replace(app, names=names_of(app.retriever))  # the cards' aliases left out
+    entry["names_dictionary_only"] = names_checks(lambda text: answer(text, dictionary_only))
     return entry
 
 

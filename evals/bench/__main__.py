@@ -20,6 +20,7 @@ from cardrag.evals.bench.dropin import dropin, dropin_section
 from cardrag.evals.bench.growth import LENGTHS, run_sizes
 from cardrag.evals.bench.ingest import cold, thousand, throughput
 from cardrag.evals.bench.instruction_sets import isa_table, keep_by_isa
+from cardrag.evals.bench.judge import judge_cost, judge_section
 from cardrag.evals.bench.latency import latency
 from cardrag.evals.cases import load_golden_cases, load_translated
 from cardrag.evals.report import machine
@@ -39,6 +40,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
     lines = [
         *latency_section(header, sections),
         *api_section(sections.get("api", {})),
+        *judge_section(sections.get("api", {}).get("judge", {})),
         *ingest_section(sections.get("ingest", {}), sections.get("reingest", {})),
         *growth_section(sections.get("growth", [])),
         *lengths_table(sections.get("lengths", [])),
@@ -67,11 +69,10 @@ def latency_section(header: dict[str, Any], sections: dict[str, Any]) -> list[st
         "| system | p50 ms | p95 ms | p50 / floor |",
         "|---|---|---|---|",
     ]
-    lines += [
-        f"| {r['system']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio']}x |"
-        for r in sections.get("latency", [])
+    rows = sections.get("latency", [])
+    return lines + [
+        f"| {r['system']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio']}x |" for r in rows
     ]
-    return lines
 
 
 def api_section(api: dict[str, Any]) -> list[str]:
@@ -261,9 +262,13 @@ def api_costs(
     if quick:
         questions, translated = questions[:30], translated[:30]
     warm = questions + translated  # every card's sentences; then questions are new
+    golden = load_golden_cases()[: len(questions)]
     value = {
         "golden": grading_cost(api_settings, warm, questions),
         "translated": grading_cost(api_settings, warm, translated),
+        "judge": judge_cost(
+            [(c.query, c.must_cite_one_of) for c in golden], load_cards(settings.cards_dir)
+        ),
     }
     return value, questions
 
