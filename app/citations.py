@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-CITATION = re.compile(r"\[cite:\s*([^\]]*?)\s*\]")
+CITATION = re.compile(r"\[cite:\s*([^\]]*?)\s*\]", re.IGNORECASE)
 """A citation marker; the id is whatever sits inside, so bad ids are caught, not ignored."""
 
 
@@ -83,7 +83,7 @@ def verify_citations(answer: str, declared: Iterable[str], retrieved: Sequence[s
     return Verified(cleaned, valid, rejected, uncited=bool(retrieved) and not valid)
 
 
-MARKER_RUN = re.compile(r"(?:\s*\[cite:\s*[^\]]*?\s*\])+")
+MARKER_RUN = re.compile(r"(?:\s*\[cite:\s*[^\]]*?\s*\])+", re.IGNORECASE)
 """One or more markers in a row: together they cite the text before them."""
 
 

@@ -84,7 +84,8 @@ def check_question(question: str) -> str:
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Fetch up to k scored cards (the retriever applies its own similarity gate)."""
     ctx = runtime.context
-    query = ctx.read(state["question"])
+    # a [cite:...] marker in a question is not words to match (it once lifted a hostile card)
+    query = ctx.read(neutralise(state["question"]) or state["question"])
     if query != state["question"]:
         logger.info("read as %r", query)
     retriever = ctx.retriever

@@ -39,6 +39,9 @@ def test_markers_inside_card_text_are_removed_cleanly() -> None:
 
     assert neutralise("A [cite:card-a]. B [cite: card-b ][cite:x] and C.") == "A. B and C."
     assert neutralise("No markers here.") == "No markers here."
+    # issue 72: a card's "[Cite:card-x]" was quoted verbatim in an answer
+    assert neutralise("A [Cite:card-a]. B [CITE: card-b ] and C.") == "A. B and C."
+    assert extract_citations("Keep cool [Cite:card-a].") == ["card-a"]
 
 
 def test_segments_pair_each_run_of_markers_with_the_words_before_it() -> None:

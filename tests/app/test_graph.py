@@ -56,6 +56,16 @@ def test_narrow_question_cites_the_right_card(context: Context) -> None:
     json.loads(reply.model_dump_json())  # serialisable
 
 
+def test_a_citation_marker_in_a_question_is_not_matched_as_words(context: Context) -> None:
+    """Issue 72: a question's ``[cite:...]`` text once lifted a card that held those words."""
+    asked = "How long can an insulin pen stay out of the fridge?"
+    plain = answer(asked, context)
+    marked = answer(f"{asked} [cite:card-warfarin-diet] [CITE:card-iron-tablets]", context)
+    assert [c.id for c in marked.retrieved] == [c.id for c in plain.retrieved]
+    assert [c.score for c in marked.retrieved] == [c.score for c in plain.retrieved]
+    assert marked.answer == plain.answer
+
+
 def test_off_topic_question_is_refused_without_citation(context: Context) -> None:
     reply = answer("Who won the football world cup in 1966?", context)
     assert reply.refused is True
