@@ -51,6 +51,9 @@ ROWS = [
     ),
     ("CARDRAG_LOCK_LEASE_SECONDS", "inf", "CARDRAG_LOCK_LEASE_SECONDS=inf: Input should be"),
     ("CARDRAG_LOCK_LEASE_SECONDS", "nan", "CARDRAG_LOCK_LEASE_SECONDS=nan: Input should be"),
+    # issue 72: a weight of inf made every fused score nan and refused covered questions
+    ("CARDRAG_DENSE_WEIGHT", "inf", "CARDRAG_DENSE_WEIGHT=inf: Input should be a finite number"),
+    ("CARDRAG_BM25_WEIGHT", "1e309", "CARDRAG_BM25_WEIGHT=1e309: Input should be a finite number"),
 ]
 
 
@@ -132,8 +135,14 @@ def test_every_setting_takes_a_hostile_value_or_names_it_in_one_line(
         assert {"CARDRAG_K", "CARDRAG_THREADS", "CARDRAG_CHUNK_SIZE"} <= refused
     if value == "9" * 30:
         assert {"CARDRAG_K", "CARDRAG_THREADS", "CARDRAG_INGEST_THREADS"} <= refused
-    if value in ("inf", "nan"):
-        assert {"CARDRAG_LOCK_LEASE_SECONDS", "CARDRAG_K"} <= refused
+    if value in ("inf", "-inf", "nan"):  # every number setting: the four weights too
+        floats = {
+            f"CARDRAG_{n.upper()}"
+            for n, f in Settings.model_fields.items()
+            if f.annotation in (float, float | None)
+        }
+        assert {"CARDRAG_LOCK_LEASE_SECONDS", "CARDRAG_K", "CARDRAG_DENSE_WEIGHT"} <= refused
+        assert floats <= refused
 
 
 def test_good_values_still_load(clean_env: pytest.MonkeyPatch) -> None:
