@@ -17,8 +17,6 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
-from langchain_core.retrievers import BaseRetriever
-
 from cardrag.app.context import Context, StaffAccessError, for_staff
 from cardrag.app.graph import QuestionError, answer, check_question, retrieved_card
 from cardrag.app.reply import Reply, RetrievedCard
@@ -51,15 +49,13 @@ def build_context(settings: Settings, *, staff: bool = False, **overrides: Any) 
     return for_staff(context, settings) if staff else context
 
 
-def build_retriever(settings: Settings, *, staff: bool = False) -> BaseRetriever:
-    """The retriever over the current index, configured from settings (the app's own)."""
-    return build_context(settings, staff=staff).retriever
-
-
 def cmd_retrieve(settings: Settings, question: str, k: int | None, *, staff: bool = False) -> int:
     """Print the top parent cards with scores and the matched child of each."""
     question = check_question(question)
-    docs = build_retriever(settings, staff=staff).invoke(question, k=k)
+    context = build_context(settings, staff=staff)
+    docs = context.retriever.invoke(question, k=k)
+    if not docs:
+        check_index(context)
     print(f"Q: {question}")
     if not docs:
         print("no card passes the similarity gate")
@@ -132,8 +128,23 @@ def cmd_ask(
     question = check_question(question)
     context = build_context(settings, staff=staff, **({"k": k} if k else {}))
     reply = answer(question, context)
+    if reply.refused:
+        check_index(context)
     print(reply.model_dump_json(indent=2) if as_json else format_reply(reply))
     return 0
+
+
+def check_index(context: Context) -> None:
+    """Nothing found: a set-up fault (exit 2, one line) rather than "not covered", if it is one.
+
+    Raises:
+        StoreUnavailableError: when the index cannot answer (its parent store holds no card,
+            its vector store no row, or a store does not answer).
+    """
+    problem = context.index_problem() if context.index_problem is not None else None
+    if problem is not None:
+        msg = f"the index cannot answer: {problem} (check CARDRAG_PARENT_STORE and the stores)"
+        raise StoreUnavailableError(msg)
 
 
 STAFF_HELP = "staff access: internal cards too (needs CARDRAG_STAFF_ACCESS=true)"

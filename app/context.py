@@ -7,6 +7,7 @@ LangChain retriever can be the context's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,6 +79,13 @@ class Context:
             "its medication words appended (retrieval, grading, answer); None glosses nothing."
         },
     )
+    index_problem: Callable[[], str | None] | None = field(
+        default=None,
+        metadata={
+            "description": "Why the index cannot answer now (an empty or wrong parent store, a "
+            "server away), checked when nothing is found: a set-up fault, not a refusal."
+        },
+    )
 
     def read(self, question: str) -> str:
         """The question as the nodes read it: :func:`read_as` with this context's parts."""
@@ -108,6 +116,7 @@ class Context:
             "across_min_similarity": across_gate(settings, grader),
             "names": names_of(retriever, index.manifest.get("aliases")),
             "glossary": glossary_of(retriever),
+            "index_problem": index.problem,
         }
         values.update(overrides)
         return cls(**values)

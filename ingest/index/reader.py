@@ -12,6 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore
 
+from cardrag.ingest import metadata as md
 from cardrag.ingest.index.collections import Collections
 from cardrag.ingest.index.generations import Generations
 from cardrag.ingest.index.local import LocalGenerations
@@ -66,16 +67,21 @@ class Index:
         """Why this index cannot answer, checked cheaply (None: it can).
 
         Its folder must still exist, the children collection must answer and hold rows, and
-        the parent store must hold a record: a generation collected under a server, a Chroma
-        server or Redis away, or a parent store emptied behind it all fail here.
+        the parent store must hold the parent of its first row: a generation collected under a
+        server, a Chroma server or Redis away, a parent store emptied behind it or another
+        index's parent store all fail here.
         """
         if self.client is not None and not self.path.exists():
             return f"the index it serves, {self.generation}, is gone"
         try:
-            if self.collections.children._collection.count() == 0:
+            first = self.collections.children._collection.get(limit=1, include=["metadatas"])
+            if not first["ids"]:
                 return f"the vector store of {self.generation} holds no rows"
             if next(iter(self.docstore.yield_keys()), None) is None:
                 return f"the parent store of {self.generation} holds no cards"
+            parent = str((first["metadatas"] or [{}])[0].get(md.PARENT_ID, ""))
+            if parent and self.docstore.mget([parent]) == [None]:  # another index's parents
+                return f"the parent store holds no card of {self.generation} ({parent})"
         except Exception as exc:  # a server away, a folder gone: whatever the store says
             return f"{self.generation} cannot be read: {type(exc).__name__}: {exc}"
         return None

@@ -355,3 +355,38 @@ def test_a_really_full_disk_is_one_line_and_the_previous_index_survives(tmp_path
         "the previous index is untouched",
         f"cardrag: no space left on the device holding {store}",
     ]
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("command", ["retrieve", "ask"])
+@pytest.mark.parametrize("store", ["empty", "not this index's"])
+def test_an_empty_or_foreign_parent_store_is_a_set_up_fault_not_a_refusal(
+    command: str,
+    store: str,
+    shipped_index_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 72: a wrong CARDRAG_PARENT_STORE told patients no card covered their question."""
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(shipped_index_dir))
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
+    off_topic = "Who won the football world cup in 1966?"
+    assert main([command, off_topic]) == 0  # the right store: a real refusal, exit 0
+    capsys.readouterr()
+    parents = tmp_path / "parents"
+    parents.mkdir()
+    if store == "not this index's":  # the generation's folder, with a card it does not have
+        (one,) = list(shipped_index_dir.glob("index-*/parents/card-iron-tablets"))
+        mine = parents / "cardrag" / one.parent.parent.name  # {namespace}/{generation}
+        mine.mkdir(parents=True)
+        (mine / "card-from-elsewhere").write_bytes(one.read_bytes())
+    monkeypatch.setenv("CARDRAG_PARENT_STORE", str(parents))
+    assert main([command, "How long can an insulin pen stay out of the fridge?"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("cardrag: the index cannot answer: the parent store ")
+    said = "holds no cards" if store == "empty" else "holds no card of index-"
+    assert said in err
+    assert err.endswith("(check CARDRAG_PARENT_STORE and the stores)\n")
+    assert err.count("\n") == 1
