@@ -24,7 +24,6 @@ from cardrag.app.vectors import QuestionCache, Vectors
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.index import Index, current_generation, open_current
 from cardrag.ingest.settings import Settings, default
-from cardrag.retrievers.judge.model import Judge
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 
@@ -111,7 +110,9 @@ class Context:
             "k": settings.k,
             "chat_model": settings.chat_model,
             "prompt_budget": settings.prompt_budget,
-            "answerer": ExtractiveAnswerer(embeddings, vectors=vectors, judge=Judge.shipped()),
+            "answerer": ExtractiveAnswerer(
+                embeddings, vectors=vectors, shipped_judge=settings.answer_judge
+            ),
             "grader": (grader := grader_for(settings, vectors)),
             "across_min_similarity": across_gate(settings, grader),
             "names": names_of(retriever, index.manifest.get("aliases")),

@@ -55,7 +55,9 @@ class ExtractiveAnswerer:
     """Question and sentence vectors shared with grading (made here when not given)."""
     judge: Judge | None = None
     """The answer judge (:class:`~cardrag.retrievers.judge.model.Judge`), read with the
-    similarity in ranking sentences (:func:`ranking`); None: similarity alone."""
+    similarity in ranking sentences (:func:`ranking`); None: similarity alone, unless..."""
+    shipped_judge: bool = False
+    """...this is set: the shipped judge, loaded at the first answer (the app's default)."""
     read_chars: int = 4000
     """Characters of each card read around its matched passage (the whole card when shorter).
 
@@ -113,9 +115,10 @@ class ExtractiveAnswerer:
         vectors = self.vectors.sentences([c[3] for c in candidates])
         asks = self._asks(question)
         similarity = [sum(dot(a, v) for a in asks) for v in vectors]
+        judge = self.judge or (Judge.shipped() if self.shipped_judge else None)
         judged = None
-        if self.judge is not None:
-            judged = self.judge.score(question, [c[3] for c in candidates]).tolist()
+        if judge is not None:
+            judged = judge.score(question, [c[3] for c in candidates]).tolist()
         scores = ranking(similarity, judged)
         addresses = addressing(question, [c[3] for c in candidates])
         lead_rank = min(c[0] for c in candidates)

@@ -66,7 +66,6 @@ from cardrag.ingest.corpus import card_aliases, load_cards
 from cardrag.ingest.embeddings import load_embeddings
 from cardrag.ingest.settings import Settings
 from cardrag.ingest.splitter import CardSplitter
-from cardrag.retrievers.judge.model import Judge
 from cardrag.retrievers.parent import ScoredParentDocumentRetriever
 
 EVALS_DIR = Path(__file__).resolve().parent
@@ -271,7 +270,7 @@ def run_dataset(
         work = Path(tmp)
         dataset = load_beir(folder, level)
         entry = {**header, **compare(dataset, embeddings, settings, work / "dataset")}
-        answerer = ExtractiveAnswerer(embeddings, judge=Judge.shipped())
+        answerer = ExtractiveAnswerer(embeddings, shipped_judge=True)
         app = offline_context(dataset.cards, embeddings, settings, work / "app", answerer)
         entry["app"] = dataset_app_checks(dataset, app)
     update_report(EVALS_DIR, dataset.name, entry)
@@ -284,7 +283,7 @@ def golden_entry(embeddings: Embeddings, settings: Settings, work: Path) -> dict
     """Golden retrieval side by side, the app's checks, the red team and answerability."""
     dataset = load_golden(GOLDEN, settings.cards_dir)
     entry = compare(dataset, embeddings, settings, work / "golden")
-    answerer = ExtractiveAnswerer(embeddings, judge=Judge.shipped())  # one cache for every run
+    answerer = ExtractiveAnswerer(embeddings, shipped_judge=True)  # one cache for every run
     cards = load_cards(settings.cards_dir)
     app = offline_context(cards, embeddings, settings, work / "app", answerer)
     entry["app"] = app_checks(app)

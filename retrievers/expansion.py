@@ -150,7 +150,12 @@ def sentence_window_of(child: dict[str, Any], body: str) -> dict[str, Any]:
 
 
 def finish(docs: list[Document], missing: list[str]) -> list[Document]:
-    """Log parents that were skipped because the docstore lacks them, return the documents."""
+    """Log parents that were skipped because the docstore lacks them, return the documents.
+
+    The warning counts them; their ids are logged at DEBUG only, since a server's warnings
+    reach logs a public request's operator reads, and an id may name a card it must not see.
+    """
     if missing:
-        logger.warning("parents missing from the docstore, skipped: %s", ", ".join(missing))
+        logger.warning("%d parents missing from the docstore, skipped", len(missing))
+        logger.debug("parents missing from the docstore: %s", ", ".join(missing))
     return docs

@@ -40,7 +40,7 @@ def render(header: dict[str, Any], sections: dict[str, Any]) -> str:
     lines = [
         *latency_section(header, sections),
         *api_section(sections.get("api", {})),
-        *judge_section(sections.get("api", {}).get("judge", {})),
+        *judge_section(sections.get("api", {})),
         *ingest_section(sections.get("ingest", {}), sections.get("reingest", {})),
         *growth_section(sections.get("growth", [])),
         *lengths_table(sections.get("lengths", [])),
@@ -83,10 +83,10 @@ def api_section(api: dict[str, Any]) -> list[str]:
         "",
         "One sequential request per question after a warm-up over both sets (the cards' "
         "sentences are embedded), with the server's question vectors then forgotten, so each "
-        "question is embedded as a new one; grading off and on in the same run, on the same "
-        "index. `golden`: the 88 golden questions (84 in English, as "
-        "the cards); `translated`: the 130 asked in Portuguese, Spanish and Italian, where "
-        "grading embeds the question once more without the medicine's name.",
+        "question is embedded as a new one; grading off, on, and on with the answer judge off "
+        "(sentences ranked by similarity alone), in the same run, on the same index. `golden`: "
+        "the 88 golden questions (84 in English, as the cards); `translated`: the 130 asked in "
+        "Portuguese, Spanish and Italian (grading embeds them again without the medicine's name).",
         "",
         "| questions | grading | requests | p50 ms | p95 ms |",
         "|---|---|---|---|---|",
@@ -96,7 +96,7 @@ def api_section(api: dict[str, Any]) -> list[str]:
         lines += [
             f"| {name} | {mode} | {part[mode]['requests']} | {part[mode]['p50_ms']} | "
             f"{part[mode]['p95_ms']} |"
-            for mode in ("off", "on")
+            for mode in ("off", "on", "judge off")
             if mode in part
         ]
     added = {n: api[n]["added_p50_ms"] for n in ("golden", "translated") if n in api}

@@ -38,7 +38,14 @@ def ask_latency(settings: Settings, warm: list[str], timed: list[str]) -> dict[s
 
 
 def grading_cost(settings: Settings, warm: list[str], timed: list[str]) -> dict[str, Any]:
-    """``/ask`` with grading off, then on, on the same index and questions (same run)."""
+    """``/ask`` with grading off, then on, then on without the answer judge (same run)."""
     off = ask_latency(settings.model_copy(update={"grading": False}), warm, timed)
     on = ask_latency(settings.model_copy(update={"grading": True}), warm, timed)
-    return {"off": off, "on": on, "added_p50_ms": round(on["p50_ms"] - off["p50_ms"], 1)}
+    unjudged = ask_latency(settings.model_copy(update={"answer_judge": False}), warm, timed)
+    return {
+        "off": off,
+        "on": on,
+        "added_p50_ms": round(on["p50_ms"] - off["p50_ms"], 1),
+        "judge off": unjudged,
+        "judge_added_p50_ms": round(on["p50_ms"] - unjudged["p50_ms"], 1),
+    }

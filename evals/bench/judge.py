@@ -69,12 +69,13 @@ def judge_cost(
     return out
 
 
-def judge_section(cost: dict[str, Any]) -> list[str]:
-    """The judge's line of the report."""
+def judge_section(api: dict[str, Any]) -> list[str]:
+    """The judge's lines of the report: its own cost, and what it adds to ``/ask``."""
+    cost = api.get("judge")
     if not cost:
         return []
     warm, cold = cost["warm"], cost["cold"]
-    return [
+    lines = [
         "",
         f"Answer judge (numpy, {cost['threads']} BLAS threads): one question against "
         f"{cost['sentences']} card sentences, {cost['questions']} golden questions: "
@@ -82,3 +83,8 @@ def judge_section(cost: dict[str, Any]) -> list[str]:
         f"app keeps it; p50 {cold['p50_ms']} ms (p95 {cold['p95_ms']}) with every sentence "
         "read afresh.",
     ]
+    added = {n: api[n]["judge_added_p50_ms"] for n in api if "judge_added_p50_ms" in api[n]}
+    if added:
+        said = ", ".join(f"{ms} ms ({n})" for n, ms in added.items())
+        lines += ["", f"The answer judge adds {said} to the median `/ask` (grading on)."]
+    return lines

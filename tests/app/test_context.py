@@ -32,6 +32,10 @@ def test_the_context_is_configured_from_the_settings(tmp_path: Path) -> None:
     ctx = Context.from_index(_index(tmp_path), settings, FakeEmbeddings())
     assert (ctx.k, ctx.chat_model, ctx.prompt_budget) == (3, None, 500)
     assert isinstance(ctx.answerer, ExtractiveAnswerer)
+    assert ctx.answerer.shipped_judge  # loaded at the first answer, not here
+    off = Context.from_index(_index(tmp_path), Settings(answer_judge=False), FakeEmbeddings())
+    assert off.answerer is not None
+    assert off.answerer.shipped_judge is False
     retriever = ctx.retriever
     assert isinstance(retriever, ScoredParentDocumentRetriever)
     assert retriever.bm25 is not None

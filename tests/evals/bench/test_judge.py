@@ -25,7 +25,12 @@ def test_the_section_says_both_medians_and_nothing_when_not_measured() -> None:
         "cold": {"p50_ms": 402.5, "p95_ms": 499.8},
     }
     assert judge_section({}) == []
-    assert judge_section(cost)[1] == (
+    api = {"judge": cost, "golden": {"judge_added_p50_ms": 17.1}, "translated": {}}
+    assert (
+        judge_section(api)[-1]
+        == "The answer judge adds 17.1 ms (golden) to the median `/ask` (grading on)."
+    )
+    assert judge_section(api)[1] == (
         "Answer judge (numpy, 2 BLAS threads): one question against 20 card sentences, 88 "
         "golden questions: p50 16.2 ms (p95 20.8) with the sentences' side kept, as the app "
         "keeps it; p50 402.5 ms (p95 499.8) with every sentence read afresh."
