@@ -22,7 +22,7 @@ from cardrag.app.graph import QuestionError, answer, check_question, retrieved_c
 from cardrag.app.reply import Reply, RetrievedCard
 from cardrag.ingest import __main__ as ingest_main
 from cardrag.ingest.configuration import load_settings
-from cardrag.ingest.embeddings import UnknownModelError
+from cardrag.ingest.embeddings import UnknownModelError, check_model
 from cardrag.ingest.index import ModelMismatchError, StoreMissingError, StoreUnavailableError
 from cardrag.ingest.index.parents import redis_down
 from cardrag.ingest.problems import disk_full
@@ -220,6 +220,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         from cardrag.app.server import serve
 
+        check_model(settings.embedding_model, settings.threads)  # one line, not uvicorn's trace
         serve(settings, args.host, args.port)
         return 0
     if not (settings.store_dir / "current").exists():

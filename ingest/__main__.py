@@ -10,7 +10,7 @@ from typing import Any
 
 from cardrag.ingest.cards import CardError
 from cardrag.ingest.configuration import load_settings
-from cardrag.ingest.embeddings import UnknownModelError
+from cardrag.ingest.embeddings import UnknownModelError, check_model
 from cardrag.ingest.index import (
     GenerationCountError,
     NotAStoreError,
@@ -64,7 +64,8 @@ def run(
     """Ingest with ``settings``; shared by ``python -m cardrag.ingest`` and ``cardrag ingest``."""
     started = time.perf_counter()
     try:
-        if dry_run:
+        if dry_run:  # the plan counts texts to embed: the model must be able to embed them
+            check_model(settings.embedding_model, settings.threads)
             print(f"dry run, nothing written: {plan_folder(settings, cards).line()}")
             return 0
         index = ingest_folder(settings, cards, clean=clean, break_lock=break_lock)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,27 @@ def load_embeddings(model: str, threads: int = 1) -> Embeddings:
         model_kwargs={"device": "cpu", "local_files_only": True},
         encode_kwargs={"normalize_embeddings": True},
     )
+
+
+def check_model(model: str, threads: int = 1) -> None:
+    """Load the model and embed one text: a wrong model is one line before anything opens.
+
+    ``serve`` and ``ingest --dry-run`` call it (the others load the model first anyway).
+
+    Raises:
+        UnknownModelError: naming ``CARDRAG_EMBEDDING_MODEL`` when the model does not load or
+            does not give a finite vector.
+    """
+    try:
+        vector = load_embeddings(model, threads).embed_query("check")
+    except UnknownModelError:
+        raise
+    except Exception as exc:  # a missing extra, a broken folder: whatever the model says
+        msg = f"CARDRAG_EMBEDDING_MODEL={model}: it does not load ({type(exc).__name__}: {exc})"
+        raise UnknownModelError(msg) from exc
+    if not vector or not all(math.isfinite(x) for x in vector):
+        msg = f"CARDRAG_EMBEDDING_MODEL={model}: the model gave no finite vector for a text"
+        raise UnknownModelError(msg)
 
 
 class LazyEmbeddings(Embeddings):

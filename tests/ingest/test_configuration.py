@@ -152,3 +152,20 @@ def test_good_values_still_load(clean_env: pytest.MonkeyPatch) -> None:
     assert (settings.parent_store, settings.k) == ("redis://127.0.0.1:6379/0", 200)
     clean_env.setenv("CARDRAG_PARENT_STORE", "memory")
     assert load_settings().parent_store == "memory"
+
+
+@pytest.mark.parametrize("model", ["nope", "", "/etc"])
+def test_a_wrong_model_stops_serve_and_a_dry_run_in_one_line(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    """Issue 72: ``serve`` crashed in uvicorn, ``--dry-run`` claimed it embedded every text."""
+    clean_env.setenv("CARDRAG_EMBEDDING_MODEL", model)
+    said = []
+    for argv in (["ingest", "--dry-run"], ["serve", "--port", "1"]):
+        code, err = cardrag(argv), capsys.readouterr().err
+        assert code == 2, (argv, err)
+        assert err.count("\n") == 1, (argv, err)
+        assert "Traceback" not in err
+        said.append(err[err.index("CARDRAG_EMBEDDING_MODEL=") :])
+    assert said[0] == said[1]  # the dry run and serve name the setting alike
+    assert not (clean_env_store := Path(os.environ["CARDRAG_STORE_DIR"])).exists(), clean_env_store
