@@ -24,6 +24,7 @@ from cardrag.ingest import __main__ as ingest_main
 from cardrag.ingest.configuration import load_settings
 from cardrag.ingest.embeddings import UnknownModelError, check_model
 from cardrag.ingest.index import ModelMismatchError, StoreMissingError, StoreUnavailableError
+from cardrag.ingest.index.collections import http_client
 from cardrag.ingest.index.parents import redis_down
 from cardrag.ingest.problems import disk_full
 from cardrag.ingest.settings import (
@@ -221,6 +222,8 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from cardrag.app.server import serve
 
         check_model(settings.embedding_model, settings.threads)  # one line, not uvicorn's trace
+        if settings.chroma_url:  # likewise a Chroma server that does not answer
+            http_client(settings.chroma_url)
         serve(settings, args.host, args.port)
         return 0
     if not (settings.store_dir / "current").exists():

@@ -84,6 +84,8 @@ def check_settings(settings: Settings) -> None:
         raise ConfigurationError(f"CARDRAG_STORE_DIR={settings.store_dir} is a file, not a folder")
     if settings.parent_store is not None:
         check_parent_store(settings.parent_store)
+    if settings.chroma_url is not None:
+        check_chroma_url(settings.chroma_url)
     if settings.chat_model is not None:
         check_chat_model(settings.chat_model)
 
@@ -106,6 +108,26 @@ def check_parent_store(value: str) -> None:
         return
     msg = f"CARDRAG_PARENT_STORE={value}: expected redis://host:port/db, a folder or memory"
     raise ConfigurationError(msg)
+
+
+def check_chroma_url(value: str) -> None:
+    """A Chroma server's URL: ``http(s)://host[:port]``, checked before any command opens it.
+
+    Example:
+        >>> check_chroma_url("http://127.0.0.1:8000")
+        >>> try:
+        ...     check_chroma_url("http://[::1")
+        ... except ConfigurationError as exc:
+        ...     print(exc)
+        CARDRAG_CHROMA_URL=http://[::1: expected http://host:port
+    """
+    try:
+        url = urlsplit(value)
+        ok = url.scheme in ("http", "https") and bool(url.hostname) and (url.port or 1) > 0
+    except ValueError:  # "Invalid IPv6 URL", a port that is not a number
+        ok = False
+    if not ok:
+        raise ConfigurationError(f"CARDRAG_CHROMA_URL={value}: expected http://host:port")
 
 
 def check_chat_model(value: str) -> None:

@@ -45,9 +45,12 @@ def redis_down(exc: BaseException, spec: str | None) -> str | None:
     """
     try:
         from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import ResponseError
         from redis.exceptions import TimeoutError as RedisTimeoutError
     except ImportError:  # the ``distributed`` extra is not installed: no Redis to be down
         return None
+    if isinstance(exc, ResponseError) and "DB index" in str(exc):  # redis://host:port/99999
+        return f"CARDRAG_PARENT_STORE={spec}: the Redis server has no such database ({exc})"
     if not isinstance(exc, RedisConnectionError | RedisTimeoutError):
         return None
     return f"CARDRAG_PARENT_STORE={spec}: the Redis server does not answer ({exc})"

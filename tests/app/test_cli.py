@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cardrag.app.cli import main
-from tests.conftest import REAL_MODEL
+from tests.conftest import REAL_MODEL, free_port
 
 
 def test_empty_question_exits_2_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
@@ -390,3 +390,34 @@ def test_an_empty_or_foreign_parent_store_is_a_set_up_fault_not_a_refusal(
     assert said in err
     assert err.endswith("(check CARDRAG_PARENT_STORE and the stores)\n")
     assert err.count("\n") == 1
+
+
+@pytest.mark.real
+def test_a_redis_database_that_does_not_exist_is_one_line(
+    shipped_index_dir: Path,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 72: ``redis://host:port/99999`` made ``retrieve`` a traceback."""
+    wrong = redis_url.rsplit("/", 1)[0] + "/99999"
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(shipped_index_dir))
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
+    monkeypatch.setenv("CARDRAG_PARENT_STORE", wrong)
+    assert main(["retrieve", "How do I store insulin?"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cardrag: CARDRAG_PARENT_STORE={wrong}: the Redis server has no such")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.real
+def test_serve_with_a_chroma_server_that_does_not_answer_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72: ``serve`` crashed with uvicorn's traceback (exit 3) where ``retrieve`` said why."""
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("CARDRAG_STORE_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("CARDRAG_EMBEDDING_MODEL", REAL_MODEL)
+    monkeypatch.setenv("CARDRAG_CHROMA_URL", url)
+    assert main(["serve", "--port", str(free_port())]) == 2
+    assert capsys.readouterr().err == f"cardrag: {url}: the Chroma server does not answer\n"

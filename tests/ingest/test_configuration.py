@@ -51,6 +51,15 @@ ROWS = [
     ),
     ("CARDRAG_LOCK_LEASE_SECONDS", "inf", "CARDRAG_LOCK_LEASE_SECONDS=inf: Input should be"),
     ("CARDRAG_LOCK_LEASE_SECONDS", "nan", "CARDRAG_LOCK_LEASE_SECONDS=nan: Input should be"),
+    # issue 72: a malformed or bare Chroma URL crashed serve in uvicorn
+    (
+        "CARDRAG_CHROMA_URL",
+        "http:/host",
+        "CARDRAG_CHROMA_URL=http:/host: expected http://host:port",
+    ),
+    ("CARDRAG_CHROMA_URL", "http://[::1", "CARDRAG_CHROMA_URL=http://[::1: expected http://host"),
+    ("CARDRAG_CHROMA_URL", "localhost:8000", "CARDRAG_CHROMA_URL=localhost:8000: expected http:"),
+    ("CARDRAG_CHROMA_URL", "http://h:port", "CARDRAG_CHROMA_URL=http://h:port: expected http://"),
     # issue 72: a weight of inf made every fused score nan and refused covered questions
     ("CARDRAG_DENSE_WEIGHT", "inf", "CARDRAG_DENSE_WEIGHT=inf: Input should be a finite number"),
     ("CARDRAG_BM25_WEIGHT", "1e309", "CARDRAG_BM25_WEIGHT=1e309: Input should be a finite number"),
