@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,12 +57,60 @@ class EmbeddingCache:
     """The knowledge base's prefix in that Redis (keys ``{namespace}:embeddings/...``)."""
 
     def vectors(self) -> BaseStore[str, bytes]:
-        """The byte store holding the cached vectors."""
+        """The byte store holding the cached vectors (an unreadable one reads as absent)."""
         if self.redis_url is not None:
             from cardrag.ingest.index.parents import redis_store
 
-            return redis_store(self.redis_url, f"{self.namespace}:{CACHE}")
-        return embedding_store(self.store_dir)
+            return ReadableVectors(redis_store(self.redis_url, f"{self.namespace}:{CACHE}"))
+        return ReadableVectors(embedding_store(self.store_dir))
+
+
+class ReadableVectors(BaseStore[str, bytes]):
+    """The cache's byte store, where a value that is not a vector reads as absent.
+
+    A full disk can leave a cache file cut short, and every later ingest then failed on it
+    (a ``JSONDecodeError``) until someone deleted it by hand (issue 72). Such a value is
+    logged, read as missing, embedded again and written over.
+    """
+
+    def __init__(self, store: BaseStore[str, bytes]) -> None:
+        """Wrap ``store``."""
+        self.store = store
+
+    def mget(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The values, an unreadable one as None."""
+        values = self.store.mget(keys)
+        for at, (key, value) in enumerate(zip(keys, values, strict=True)):
+            if value is not None and not _a_vector(value):
+                logger.warning(
+                    "embedding cache: %s is unreadable (cut short?); embedding again", key
+                )
+                values[at] = None
+        return values
+
+    def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
+        """Write values."""
+        self.store.mset(key_value_pairs)
+
+    def mdelete(self, keys: Sequence[str]) -> None:
+        """Delete keys."""
+        self.store.mdelete(keys)
+
+    def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
+        """The keys held."""
+        yield from self.store.yield_keys(prefix=prefix)
+
+
+def _a_vector(value: bytes) -> bool:
+    try:
+        vector = json.loads(value)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        return False
+    return (
+        isinstance(vector, list)
+        and all(isinstance(x, int | float) for x in vector)
+        and bool(vector)
+    )
 
 
 def text_key(model: str, text: str) -> str:

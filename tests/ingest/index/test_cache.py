@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 
@@ -172,3 +174,23 @@ def test_an_incremental_reingest_answers_exactly_as_a_clean_ingest(
 
 def _no_model(model: str, threads: int = 1) -> Embeddings:
     raise AssertionError("the model was loaded for a re-ingest of unchanged cards")
+
+
+@pytest.mark.real
+def test_a_cache_file_cut_short_is_embedded_again_not_fatal(
+    tmp_path: Path,
+    shipped_cards: list[Card],
+    real_embeddings: Embeddings,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 72: a full disk left a cache file cut short; every later ingest then failed."""
+    cards = card_folder(tmp_path / "cards", shipped_cards[:3])
+    settings = Settings(store_dir=tmp_path / "store", embedding_model=REAL_MODEL)
+    ingest_folder(settings, cards).close()
+    victim = next(f for f in sorted((settings.store_dir / "embeddings").rglob("*")) if f.is_file())
+    whole = json.loads(victim.read_bytes())
+    os.truncate(victim, 8192)  # what `truncate -s 8192` did: NUL bytes after the JSON
+    capsys.readouterr()
+    assert run(settings, cards, clean=False) == 0
+    assert "texts: 1 embedded" in capsys.readouterr().out
+    assert json.loads(victim.read_bytes()) == pytest.approx(whole, abs=1e-6)  # written over
