@@ -144,7 +144,7 @@ def test_the_product_never_imports_its_evaluation_package() -> None:
         (
             "CARDRAG_CHROMA_URL",
             "notaurl",
-            "cardrag: CARDRAG_CHROMA_URL must look like http://host:port, got 'notaurl'\n",
+            "cardrag: CARDRAG_CHROMA_URL=notaurl: expected http://host:port\n",
         ),
         (
             "CARDRAG_CHROMA_URL",
