@@ -33,6 +33,7 @@ from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
 from cardrag.ingest import metadata as md
+from cardrag.ingest.configuration import check_chroma_url
 from cardrag.ingest.index.layout import (
     CARD_ROWS,
     CHILD_ROWS,
@@ -46,7 +47,6 @@ from cardrag.ingest.index.layout import (
     Where,
     merge_filters,
 )
-from cardrag.ingest.settings import ConfigurationError
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -70,13 +70,11 @@ def http_client(url: str) -> ClientAPI:
     Raises:
         StoreUnavailableError: when the server does not answer.
     """
+    check_chroma_url(url)  # the settings' own check, for a URL given by hand
     parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        msg = f"CARDRAG_CHROMA_URL must look like http://host:port, got {url!r}"
-        raise ConfigurationError(msg)
     try:
         return chromadb.HttpClient(
-            host=parsed.hostname,
+            host=parsed.hostname or "",  # set: check_chroma_url
             port=parsed.port or (443 if parsed.scheme == "https" else 8000),
             ssl=parsed.scheme == "https",
             settings=ChromaSettings(anonymized_telemetry=False),
