@@ -25,6 +25,7 @@ from pathlib import Path
 from cardrag.evals.cases import MatrixCase
 from cardrag.ingest.cards import Card
 from cardrag.ingest.sentences import sentences
+from cardrag.retrievers.judge.cross_encoder import text_sentences
 
 ANSWER_SLACK = 100
 """How far from its recorded offset an answer may be found (translation moves offsets)."""
@@ -122,8 +123,8 @@ def squad_groups(folders: dict[str, Path]) -> list[Group]:
 
 
 def card_sentences(card: Card) -> tuple[str, ...]:
-    """A card's sentences, as the judge reads them."""
-    return tuple(p[2] for p in split_sentences(card.body))
+    """A card's sentences, as the served judge reads a text (:func:`text_sentences`)."""
+    return tuple(text_sentences(card.body))
 
 
 def matrix_groups(cases: Iterable[MatrixCase], cards: Sequence[Card]) -> list[Group]:
